@@ -1,0 +1,78 @@
+package sysfs
+
+import (
+	"fmt"
+	"io/fs"
+	"strconv"
+)
+
+// Writes. Each writes one attribute with one write(2) and returns the
+// kernel's answer as an *fs.PathError wrapping the errno, so callers can
+// test errors.Is(err, unix.EBUSY) and the like. A missing attribute fails
+// with an error matching fs.ErrNotExist; nothing is ever created.
+
+// SetSyncAction writes sync_action. While a sync runs only
+// [ActionFrozen] and [ActionIdle] are accepted; the others fail with
+// EBUSY. Idle stops the running sync; frozen stops it and keeps new ones
+// from starting until idle is written.
+func (a Array) SetSyncAction(act SyncAction) error {
+	return writeAttr(a.Path("sync_action"), string(act))
+}
+
+// SetState writes array_state. Only clear, inactive, readonly,
+// read-auto, clean and active are accepted (EINVAL otherwise); moving a
+// busy array to clear or inactive fails with EBUSY.
+func (a Array) SetState(s ArrayState) error {
+	return writeAttr(a.Path("array_state"), string(s))
+}
+
+// NewDev writes new_dev, binding the block device dev to the array as a
+// new member. new_dev is write-only.
+func (a Array) NewDev(dev DevNum) error {
+	return writeAttr(a.Path("new_dev"), dev.String())
+}
+
+// SetSyncMax writes sync_max: recovery and resync stop at this sector
+// until it is raised. Quirks: on striped levels it must be a multiple of
+// the chunk size in sectors (EINVAL), it must not be below sync_min
+// (EINVAL), and it cannot be lowered while a sync runs (EBUSY).
+func (a Array) SetSyncMax(sectors uint64) error {
+	return writeAttr(a.Path("sync_max"), strconv.FormatUint(sectors, 10))
+}
+
+// ResetSyncMax writes "max" to sync_max, removing the limit.
+func (a Array) ResetSyncMax() error { return writeAttr(a.Path("sync_max"), "max") }
+
+// SetSyncMin writes sync_min: where the next check or repair starts.
+// It must be a multiple of the chunk size and is refused with EBUSY while
+// a sync runs.
+func (a Array) SetSyncMin(sectors uint64) error {
+	return writeAttr(a.Path("sync_min"), strconv.FormatUint(sectors, 10))
+}
+
+// WriteState writes cmd to the member's state. See [MemberCommand] for
+// the commands and their quirks; the kernel rejects unknown ones with
+// EINVAL.
+func (m Member) WriteState(cmd MemberCommand) error {
+	return writeAttr(m.Path("state"), string(cmd))
+}
+
+// SetSlot writes slot. Writing a role number places a spare in that slot
+// on a running array and starts nothing else ("leave that to userspace"):
+// it needs the slot to be none, fails with EBUSY while any recovery runs
+// (freeze first) and with ENOSPC when n is not below raid_disks. Writing
+// [SlotNone] takes a failed or spare member out of its slot. [SlotJournal]
+// cannot be written.
+func (m Member) SetSlot(s Slot) error {
+	if s == SlotJournal || s < SlotNone {
+		return fmt.Errorf("sysfs: %s: cannot write slot %v: %w", m.Path("slot"), s, fs.ErrInvalid)
+	}
+	return writeAttr(m.Path("slot"), s.String())
+}
+
+// SetRecoveryStart writes recovery_start (sectors): where recovery of
+// this member begins. Only accepted while the member is not active in a
+// slot.
+func (m Member) SetRecoveryStart(sectors uint64) error {
+	return writeAttr(m.Path("recovery_start"), strconv.FormatUint(sectors, 10))
+}
