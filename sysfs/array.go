@@ -230,7 +230,9 @@ func (a Array) BitmapTimeBase() (uint64, error) {
 
 // BitmapBacklog returns bitmap/backlog, the most write-behind writes
 // allowed for write-mostly members.
-func (a Array) BitmapBacklog() (uint64, error) { return parseAt(a.Path("bitmap", "backlog"), parseUint) }
+func (a Array) BitmapBacklog() (uint64, error) {
+	return parseAt(a.Path("bitmap", "backlog"), parseUint)
+}
 
 // BitmapMetadata returns bitmap/metadata: "internal", "external" or
 // "clustered".

@@ -219,4 +219,3 @@ func (fsys FS) Array(name string) (Array, error) {
 	}
 	return Array{fs: fsys, name: name}, nil
 }
-
