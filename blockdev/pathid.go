@@ -26,6 +26,7 @@ type PathIDError struct {
 	Reason  string
 }
 
+// Error returns the device, the reason and the partial path.
 func (e *PathIDError) Error() string {
 	s := fmt.Sprintf("blockdev: %s: no by-path identity: %s", e.Name, e.Reason)
 	if e.Partial != "" {

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -286,15 +287,13 @@ func (a Array) Members() ([]Member, error) {
 func (a Array) Member(name string) (Member, error) {
 	dir := "dev-" + strings.ReplaceAll(name, "/", "!")
 	if !validName(dir) || name == "" {
-		return Member{}, fmt.Errorf("sysfs: invalid member name %q: %w", name, errInvalidName)
+		return Member{}, fmt.Errorf("sysfs: invalid member name %q: %w", name, fs.ErrInvalid)
 	}
 	if _, err := os.Stat(a.Path(dir)); err != nil {
 		return Member{}, fmt.Errorf("sysfs: %s member %s: %w", a.name, name, err)
 	}
 	return Member{array: a, dir: dir}, nil
 }
-
-var errInvalidName = errors.New("invalid name")
 
 // SlotLinks returns the rdN links: slot number to member directory name
 // (such as 3: "dev-vdb").

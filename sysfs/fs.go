@@ -80,6 +80,7 @@ type ParseError struct {
 	Err   error  // what went wrong, if more is known
 }
 
+// Error returns the path, the value and the cause.
 func (e *ParseError) Error() string {
 	s := fmt.Sprintf("sysfs: %s: unexpected value %q", e.Path, e.Value)
 	if e.Err != nil {
