@@ -1,0 +1,122 @@
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"go/build/constraint"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// BuildTag is the build tag of guest test files ("//go:build vmtest").
+const BuildTag = "vmtest"
+
+// ModuleRoot returns the directory of the main module's go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("vmtest: go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("vmtest: not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("vmtest: go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// BuildTest compiles pkg's tests for the guest (CGO_ENABLED=0, tag vmtest)
+// into the binary out. dir is where the go command runs (the module root).
+func BuildTest(ctx context.Context, dir, pkg, out string) error {
+	return goCmd(ctx, dir, "test", "-c", "-tags", BuildTag, "-o", out, pkg)
+}
+
+// BuildProgram compiles the command pkg for the guest into out.
+func BuildProgram(ctx context.Context, dir, pkg, out string) error {
+	return goCmd(ctx, dir, "build", "-tags", BuildTag, "-o", out, pkg)
+}
+
+// Package is a package with guest tests.
+type Package struct {
+	ImportPath string
+	Dir        string // absolute
+	Rel        string // relative to the module root, slash-separated
+}
+
+// GuestPackages lists the module's packages that have test files
+// constrained by the vmtest build tag.
+func GuestPackages(ctx context.Context, root string) ([]Package, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-tags", BuildTag, "-f",
+		`{{.ImportPath}}|{{.Dir}}|{{join .TestGoFiles ","}},{{join .XTestGoFiles ","}}`, "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("vmtest: go list: %w\n%s", err, stderr.Bytes())
+	}
+	var pkgs []Package
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, f := range strings.Split(parts[2], ",") {
+			if f == "" {
+				continue
+			}
+			if ok, err := hasTag(filepath.Join(parts[1], f), BuildTag); err != nil {
+				return nil, err
+			} else if ok {
+				rel, _ := filepath.Rel(root, parts[1])
+				pkgs = append(pkgs, Package{ImportPath: parts[0], Dir: parts[1], Rel: filepath.ToSlash(rel)})
+				break
+			}
+		}
+	}
+	return pkgs, nil
+}
+
+// hasTag reports whether the file's //go:build line mentions tag.
+func hasTag(file, tag string) (bool, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "//") && !constraint.IsGoBuild(line) {
+			continue
+		}
+		if !constraint.IsGoBuild(line) {
+			return false, nil // past the header
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", file, err)
+		}
+		found := false
+		expr.Eval(func(t string) bool {
+			found = found || t == tag
+			return true
+		})
+		return found, nil
+	}
+	return false, sc.Err()
+}

@@ -1,0 +1,55 @@
+package vmtest
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Scratch disks every guest test package gets.
+const (
+	suiteDisks    = 8
+	suiteDiskSize = 64 << 20
+)
+
+// TestGuestPackages runs, for each package with "//go:build vmtest" test
+// files, its test binary in a fresh VM with blank scratch disks.
+func TestGuestPackages(t *testing.T) {
+	r := NewTestRig(t)
+	if r.Root == "" {
+		t.Fatal("cannot find the module root")
+	}
+	pkgs, err := GuestPackages(t.Context(), r.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("no package has vmtest test files; the rig's own should be found")
+	}
+	bin := t.TempDir()
+	for _, p := range pkgs {
+		t.Run(p.Rel, func(t *testing.T) {
+			exe := filepath.Join(bin, strings.ReplaceAll(p.Rel, "/", "_")+".test")
+			start := time.Now()
+			if err := BuildTest(t.Context(), r.Root, p.ImportPath, exe); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("built %s in %v", p.ImportPath, time.Since(start).Round(time.Millisecond))
+			guestExe := "/vmtest/bin/" + filepath.Base(exe)
+			res, err := r.RunTest(t, Config{
+				Cmd:     []string{guestExe, "-test.v", "-test.timeout=4m"},
+				Dir:     "/src/" + p.Rel,
+				Files:   map[string]string{guestExe: exe},
+				Disks:   TestDisks(t, suiteDisks, suiteDiskSize),
+				Timeout: 5 * time.Minute,
+			})
+			if res != nil {
+				t.Logf("VM ran %v", res.Duration.Round(time.Millisecond))
+			}
+			if err != nil {
+				t.Fatalf("guest tests of %s failed: %v", p.ImportPath, err)
+			}
+		})
+	}
+}
