@@ -1,0 +1,63 @@
+package blockdev
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// TestFixtures describes every member of every array in the real
+// captures under testdata/fixtures and computes its PathID. The capture
+// rig attaches scratch disk N as virtio-blk-pci at 0000:00:(0x10+N).0
+// with serial "mdtest-N", so the serial predicts the by-path name.
+func TestFixtures(t *testing.T) {
+	cases, _ := filepath.Glob(filepath.Join("..", "testdata", "fixtures", "*", "sysfs.txt"))
+	if len(cases) == 0 {
+		t.Skip("no captures in testdata/fixtures")
+	}
+	for _, manifest := range cases {
+		t.Run(filepath.Base(filepath.Dir(manifest)), func(t *testing.T) {
+			c := qt.New(t)
+			root := c.TempDir()
+			c.Assert(sysfstree.MaterializeFile(root, manifest), qt.IsNil)
+			fsys, err := sysfs.NewFS(root)
+			c.Assert(err, qt.IsNil)
+			names, err := fsys.Arrays()
+			c.Assert(err, qt.IsNil)
+			for _, name := range names {
+				a, err := fsys.Array(name)
+				c.Assert(err, qt.IsNil)
+				ms, err := a.Members()
+				c.Assert(err, qt.IsNil)
+				for _, m := range ms {
+					bl, err := m.Block()
+					if err != nil {
+						continue // no block link captured
+					}
+					d, err := Lookup(fsys, DefaultDevRoot, bl.Name)
+					c.Assert(err, qt.IsNil)
+					id, err := PathID(fsys, bl.Name)
+					c.Assert(err, qt.IsNil, qt.Commentf("%s", bl.Name))
+					n, ok := strings.CutPrefix(d.Serial, "mdtest-")
+					if !ok {
+						continue
+					}
+					slot, err := strconv.Atoi(n)
+					c.Assert(err, qt.IsNil)
+					want := fmt.Sprintf("pci-0000:00:%02x.0", 0x10+slot)
+					if d.Partition > 0 {
+						want += fmt.Sprintf("-part%d", d.Partition)
+					}
+					c.Check(id, qt.Equals, want, qt.Commentf("%s serial %s", bl.Name, d.Serial))
+				}
+			}
+		})
+	}
+}
