@@ -1,0 +1,203 @@
+// Package superblocktest finds real md member images for tests of the
+// superblock codec and its users. Nothing here is copied into the
+// repository: the images are read from beside the module.
+//
+// # Sources
+//
+//   - util-linux's blkid test images (mdraid.img.xz, a 0.90 raid1 member,
+//     and mdraid-1.img.xz, a 1.2 raid0 member) in
+//     <module root>/../shared/testvectors/util-linux/, decompressed with
+//     the xz command, with the values blkid reports for them.
+//   - kernel-made fixtures, any *.img.gz file under
+//     <module root>/testdata/fixtures/.
+//
+// Both are optional: Images returns what it finds, and tests skip when it
+// is nothing.
+package superblocktest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Image is one member device image.
+type Image struct {
+	// Name identifies the image in test names, e.g. "util-linux/mdraid-1".
+	Name string
+	// Data is the whole device.
+	Data []byte
+	// Blkid holds the ID_FS_* values blkid reports (util-linux images
+	// only), keyed without the ID_FS_ prefix: UUID, UUID_SUB, LABEL,
+	// VERSION, ...
+	Blkid map[string]string
+}
+
+// ModuleRoot returns the directory holding go.mod, found by walking up
+// from the working directory (a test runs in its package directory).
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("superblocktest: go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// UtilLinuxDir returns <module root>/../shared/testvectors/util-linux.
+func UtilLinuxDir() (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(root), "shared", "testvectors", "util-linux"), nil
+}
+
+// Images returns every image it can find (see the package comment). A
+// missing source is not an error; a source that exists but cannot be read
+// fails the test.
+func Images(tb testing.TB) []Image {
+	tb.Helper()
+	var out []Image
+	out = append(out, utilLinuxImages(tb)...)
+	out = append(out, fixtureImages(tb)...)
+	return out
+}
+
+// ByName returns the image named name, skipping the test when it is absent.
+func ByName(tb testing.TB, name string) Image {
+	tb.Helper()
+	for _, img := range Images(tb) {
+		if img.Name == name {
+			return img
+		}
+	}
+	tb.Skipf("test image %s not available", name)
+	return Image{}
+}
+
+func utilLinuxImages(tb testing.TB) []Image {
+	tb.Helper()
+	dir, err := UtilLinuxDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	xz, err := exec.LookPath("xz")
+	if err != nil {
+		tb.Logf("xz not installed: skipping util-linux images")
+		return nil
+	}
+	var out []Image
+	for _, name := range []string{"mdraid", "mdraid-1"} {
+		data, err := exec.Command(xz, "-dc", filepath.Join(dir, name+".img.xz")).Output()
+		if err != nil {
+			tb.Fatalf("xz -dc %s.img.xz: %v", name, err)
+		}
+		exp, err := readExpected(filepath.Join(dir, "low-probe-"+name+".expected"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, Image{Name: "util-linux/" + name, Data: data, Blkid: exp})
+	}
+	return out
+}
+
+func readExpected(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, ok := strings.Cut(s.Text(), "=")
+		if ok {
+			m[strings.TrimPrefix(k, "ID_FS_")] = v
+		}
+	}
+	return m, s.Err()
+}
+
+// fixtureImages lists <module root>/testdata/fixtures/**/*.img.gz. The
+// fixture format is not settled yet; extend here.
+func fixtureImages(tb testing.TB) []Image {
+	tb.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := filepath.Join(root, "testdata", "fixtures")
+	var paths []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".img.gz") {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sort.Strings(paths)
+	var out []Image
+	for _, p := range paths {
+		data, err := gunzip(p)
+		if err != nil {
+			tb.Fatalf("%s: %v", p, err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, Image{Name: "fixtures/" + strings.TrimSuffix(filepath.ToSlash(rel), ".img.gz"), Data: data})
+	}
+	return out
+}
+
+// maxFixture bounds a decompressed fixture.
+const maxFixture = 1 << 30
+
+func gunzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(zr, maxFixture+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxFixture {
+		return nil, fmt.Errorf("decompresses to more than %d bytes", maxFixture)
+	}
+	return buf.Bytes(), nil
+}
