@@ -1,7 +1,6 @@
 package superblock
 
 import (
-	"bytes"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -111,7 +110,7 @@ func realSuperblocks(t *testing.T) []realSuperblock {
 	}
 	var out []realSuperblock
 	for _, img := range imgs {
-		res, err := Probe(bytes.NewReader(img.Data), int64(len(img.Data)))
+		res, err := Probe(img.ReaderAt, img.Size)
 		if err != nil {
 			t.Fatalf("%s: Probe: %v", img.Name, err)
 		}
@@ -123,9 +122,18 @@ func realSuperblocks(t *testing.T) []realSuperblock {
 				name:  img.Name + "@" + c.Version.String(),
 				image: img,
 				cand:  c,
-				raw:   img.Data[c.Offset : c.Offset+BlockSize],
+				raw:   readBlock(t, img, c.Offset),
 			})
 		}
 	}
 	return out
+}
+
+func readBlock(t *testing.T, img superblocktest.Image, off int64) []byte {
+	t.Helper()
+	b := make([]byte, BlockSize)
+	if _, err := img.ReaderAt.ReadAt(b, off); err != nil {
+		t.Fatalf("%s: %v", img.Name, err)
+	}
+	return b
 }

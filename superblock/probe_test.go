@@ -16,12 +16,12 @@ func TestProbeStale(t *testing.T) {
 	c := qt.New(t)
 	old := superblocktest.ByName(t, "util-linux/mdraid")
 	cur := superblocktest.ByName(t, "util-linux/mdraid-1")
-	c.Assert(len(old.Data), qt.Equals, len(cur.Data))
-	size := int64(len(cur.Data))
+	c.Assert(old.Size, qt.Equals, cur.Size)
+	size := cur.Size
 	off, err := Version090.Offset(size)
 	c.Assert(err, qt.IsNil)
-	dev := bytes.Clone(cur.Data)
-	copy(dev[off:off+Size090], old.Data[off:off+Size090])
+	dev := cur.Bytes(t)
+	copy(dev[off:off+Size090], old.Bytes(t)[off:off+Size090])
 
 	res, err := Probe(bytes.NewReader(dev), size)
 	c.Assert(err, qt.IsNil)

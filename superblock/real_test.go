@@ -16,8 +16,8 @@ import (
 func TestUtilLinux090(t *testing.T) {
 	c := qt.New(t)
 	img := superblocktest.ByName(t, "util-linux/mdraid")
-	size := int64(len(img.Data))
-	res, err := Probe(bytes.NewReader(img.Data), size)
+	size := img.Size
+	res, err := Probe(img.ReaderAt, size)
 	c.Assert(err, qt.IsNil)
 	c.Assert(res.Candidates, qt.HasLen, 1)
 	c.Assert(res.Chosen, qt.Equals, 0)
@@ -45,11 +45,11 @@ func TestUtilLinux090(t *testing.T) {
 	c.Check(fmt.Sprintf("%x", sb.SetUUID[:4]), qt.Equals, "37c76b91")
 
 	// Read at the 0.90 location gives the same value.
-	sb2, err := Read(bytes.NewReader(img.Data), size, Version090)
+	sb2, err := Read(img.ReaderAt, size, Version090)
 	c.Assert(err, qt.IsNil)
 	c.Check(sb2, qt.DeepEquals, sb)
 
-	_, err = ReadBitmap(bytes.NewReader(img.Data), sb)
+	_, err = ReadBitmap(img.ReaderAt, sb)
 	c.Check(err, qt.ErrorIs, ErrNoBitmap)
 }
 
@@ -57,8 +57,8 @@ func TestUtilLinux090(t *testing.T) {
 func TestUtilLinux12(t *testing.T) {
 	c := qt.New(t)
 	img := superblocktest.ByName(t, "util-linux/mdraid-1")
-	size := int64(len(img.Data))
-	res, err := Probe(bytes.NewReader(img.Data), size)
+	size := img.Size
+	res, err := Probe(img.ReaderAt, size)
 	c.Assert(err, qt.IsNil)
 	c.Assert(res.Candidates, qt.HasLen, 1)
 	c.Assert(res.Chosen, qt.Equals, 0)
@@ -92,17 +92,17 @@ func TestUtilLinux12(t *testing.T) {
 	before, after := sb.UnusedSpace(size, nil)
 	c.Check([2]uint64{before, after}, qt.Equals, [2]uint64{4016, 0})
 
-	bbs, err := ReadBadBlocks(bytes.NewReader(img.Data), sb)
+	bbs, err := ReadBadBlocks(img.ReaderAt, sb)
 	c.Check(err, qt.IsNil)
 	c.Check(bbs, qt.HasLen, 0)
-	_, err = ReadBitmap(bytes.NewReader(img.Data), sb)
+	_, err = ReadBitmap(img.ReaderAt, sb)
 	c.Check(err, qt.ErrorIs, ErrNoBitmap)
-	_, err = ReadPPL(bytes.NewReader(img.Data), sb)
+	_, err = ReadPPL(img.ReaderAt, sb)
 	c.Check(err, qt.ErrorIs, ErrNoPPL)
 
 	// The same superblock is not accepted at the other 1.x locations.
 	for _, v := range []Version{Version10, Version11} {
-		_, err := Read(bytes.NewReader(img.Data), size, v)
+		_, err := Read(img.ReaderAt, size, v)
 		c.Check(err, qt.ErrorIs, ErrNoSuperblock, qt.Commentf("%v", v))
 	}
 }
@@ -156,8 +156,8 @@ func TestRealProbeChoice(t *testing.T) {
 	for _, rs := range realSuperblocks(t) {
 		t.Run(rs.name, func(t *testing.T) {
 			c := qt.New(t)
-			size := int64(len(rs.image.Data))
-			sb, err := Read(bytes.NewReader(rs.image.Data), size, rs.cand.Version)
+			size := rs.image.Size
+			sb, err := Read(rs.image.ReaderAt, size, rs.cand.Version)
 			if rs.cand.Err != nil {
 				c.Assert(err, qt.IsNotNil)
 				return

@@ -8,8 +8,9 @@
 //     and mdraid-1.img.xz, a 1.2 raid0 member) in
 //     <module root>/../shared/testvectors/util-linux/, decompressed with
 //     the xz command, with the values blkid reports for them.
-//   - kernel-made fixtures, any *.img.gz file under
-//     <module root>/testdata/fixtures/.
+//   - real-kernel captures, every member (<dev>.regions.gz) of every case
+//     under <module root>/testdata/fixtures/, read with internal/fixture,
+//     with the mdadm --examine output captured beside it.
 //
 // Both are optional: Images returns what it finds, and tests skip when it
 // is nothing.
@@ -18,25 +19,29 @@ package superblocktest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
 )
 
 // Image is one member device image.
 type Image struct {
-	// Name identifies the image in test names, e.g. "util-linux/mdraid-1".
+	// Name identifies the image in test names, e.g. "util-linux/mdraid-1"
+	// or "fixtures/raid5-inactive/vda".
 	Name string
-	// Data is the whole device.
-	Data []byte
+	// ReaderAt reads the device; Size is its size in bytes.
+	ReaderAt io.ReaderAt
+	Size     int64
+	// Examine is mdadm --examine's output for the device, when captured
+	// (fixtures only).
+	Examine string
 	// Blkid holds the ID_FS_* values blkid reports (util-linux images
 	// only), keyed without the ID_FS_ prefix: UUID, UUID_SUB, LABEL,
 	// VERSION, ...
@@ -118,7 +123,7 @@ func utilLinuxImages(tb testing.TB) []Image {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		out = append(out, Image{Name: "util-linux/" + name, Data: data, Blkid: exp})
+		out = append(out, Image{Name: "util-linux/" + name, ReaderAt: bytes.NewReader(data), Size: int64(len(data)), Blkid: exp})
 	}
 	return out
 }
@@ -140,64 +145,53 @@ func readExpected(path string) (map[string]string, error) {
 	return m, s.Err()
 }
 
-// fixtureImages lists <module root>/testdata/fixtures/**/*.img.gz. The
-// fixture format is not settled yet; extend here.
+// Bytes returns the whole device. Fixture devices are sparse captures;
+// the parts not captured read as zeros.
+func (img Image) Bytes(tb testing.TB) []byte {
+	tb.Helper()
+	if r, ok := img.ReaderAt.(*bytes.Reader); ok && r.Size() == img.Size {
+		b := make([]byte, img.Size)
+		if _, err := r.ReadAt(b, 0); err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	b := make([]byte, img.Size)
+	if _, err := img.ReaderAt.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		tb.Fatalf("%s: %v", img.Name, err)
+	}
+	return b
+}
+
+// fixtureImages returns every member of every case under
+// <module root>/testdata/fixtures.
 func fixtureImages(tb testing.TB) []Image {
 	tb.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := filepath.Join(root, "testdata", "fixtures")
-	var paths []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".img.gz") {
-			paths = append(paths, p)
-		}
-		return nil
-	})
+	cases, err := fixture.LoadAll(filepath.Join(root, "testdata", "fixtures"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sort.Strings(paths)
 	var out []Image
-	for _, p := range paths {
-		data, err := gunzip(p)
-		if err != nil {
-			tb.Fatalf("%s: %v", p, err)
+	for _, c := range cases {
+		for _, m := range c.Members {
+			im, err := m.Open()
+			if err != nil {
+				tb.Fatalf("%s/%s: %v", c.Dir, m.Name, err)
+			}
+			out = append(out, Image{
+				Name:     "fixtures/" + filepath.Base(c.Dir) + "/" + m.Name,
+				ReaderAt: im,
+				Size:     im.Size(),
+				Examine:  m.Examine,
+			})
 		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, Image{Name: "fixtures/" + strings.TrimSuffix(filepath.ToSlash(rel), ".img.gz"), Data: data})
 	}
 	return out
-}
-
-// maxFixture bounds a decompressed fixture.
-const maxFixture = 1 << 30
-
-func gunzip(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(zr, maxFixture+1))
-	if err != nil {
-		return nil, err
-	}
-	if n > maxFixture {
-		return nil, fmt.Errorf("decompresses to more than %d bytes", maxFixture)
-	}
-	return buf.Bytes(), nil
 }
