@@ -206,18 +206,27 @@ func Arrays() ([]string, error) {
 	return names, nil
 }
 
-// ArrayName turns "md0", "/dev/md0" or "/dev/md/boot" into the kernel
+// ResolveArray turns "md0", "/dev/md0" or "/dev/md/boot" into the kernel
 // name ("md0", "md127").
-func ArrayName(t testing.TB, dev string) string {
-	t.Helper()
+func ResolveArray(dev string) (string, error) {
 	if !strings.Contains(dev, "/") {
-		return dev
+		return dev, nil
 	}
 	p, err := filepath.EvalSymlinks(dev)
 	if err != nil {
-		t.Fatalf("resolve %s: %v", dev, err)
+		return "", err
 	}
-	return filepath.Base(p)
+	return filepath.Base(p), nil
+}
+
+// ArrayName is ResolveArray for tests.
+func ArrayName(t testing.TB, dev string) string {
+	t.Helper()
+	md, err := ResolveArray(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
 }
 
 // SysPath is /sys/block/<md>/md/<elem...>.
@@ -289,27 +298,38 @@ func Members(t testing.TB, md string) []Member {
 var SyncTimeout = 3 * time.Minute
 
 // WaitSync waits until the array has no resync/recovery/reshape running or
-// pending: sync_action reads idle and sync_completed none. Arrays without
-// redundancy (raid0, linear) return at once.
+// pending (see WaitIdle), failing the test after SyncTimeout.
 func WaitSync(t testing.TB, md string) {
 	t.Helper()
-	md = ArrayName(t, md)
-	deadline := time.Now().Add(SyncTimeout)
+	if err := WaitIdle(md, SyncTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitIdle waits until sync_action reads idle and sync_completed none.
+// Arrays without redundancy (raid0, linear) return at once.
+func WaitIdle(md string, timeout time.Duration) error {
+	md, err := ResolveArray(md)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
 	for {
 		action, err := os.ReadFile(SysPath(md, "sync_action"))
 		if errors.Is(err, os.ErrNotExist) {
-			return
+			return nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		completed, _ := os.ReadFile(SysPath(md, "sync_completed"))
 		if strings.TrimSpace(string(action)) == "idle" && strings.TrimSpace(string(completed)) == "none" {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: sync still running after %v (sync_action %s, sync_completed %s)\n%s",
-				md, SyncTimeout, bytes.TrimSpace(action), bytes.TrimSpace(completed), MDStat(t))
+			mdstat, _ := os.ReadFile("/proc/mdstat")
+			return fmt.Errorf("%s: sync still running after %v (sync_action %s, sync_completed %s)\n%s",
+				md, timeout, bytes.TrimSpace(action), bytes.TrimSpace(completed), mdstat)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -366,24 +386,41 @@ func StopAll() error {
 // 0.90 at 64-128 KiB from the end) with the bitmap and bad-block log.
 const WipeMiB = 1
 
-// Reset puts the scratch disks back to blank: it stops all arrays, runs
-// mdadm --zero-superblock on every disk and zeroes the first and last MiB.
+// Reset puts the scratch disks back to blank (ResetDisks), failing the
+// test on error.
 func Reset(t testing.TB) {
 	t.Helper()
+	if err := ResetDisks(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ResetDisks stops all arrays, runs mdadm --zero-superblock on every disk
+// and zeroes its first and last WipeMiB.
+func ResetDisks() error {
 	if err := StopAll(); err != nil {
-		t.Fatalf("stop arrays: %v\n%s", err, MDStat(t))
+		mdstat, _ := os.ReadFile("/proc/mdstat")
+		return fmt.Errorf("stop arrays: %w\n%s", err, mdstat)
 	}
 	disks, err := Disks()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, d := range disks {
 		RunMdadm("--zero-superblock", "--force", d.Path) // fails on blank disks
 		if err := zeroEnds(d.Path, d.Size, WipeMiB<<20); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	os.Remove("/run/mdadm/map")
+	// Without udev, /dev/md/<name> links outlive their arrays.
+	links, _ := filepath.Glob("/dev/md/*")
+	for _, l := range links {
+		if _, err := os.Stat(l); err != nil {
+			os.Remove(l)
+		}
+	}
+	return nil
 }
 
 func zeroEnds(path string, size, n int64) error {

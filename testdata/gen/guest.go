@@ -1,0 +1,491 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+)
+
+// genCase is one fixture case.
+type genCase struct {
+	name  string
+	desc  string
+	array string // as created or assembled: "/dev/md0", "/dev/md/boot"
+	sync  string // fixture.Info.Sync
+	// disks are the devices captured, with what the case makes of each.
+	disks []disk
+	setup func(g *gen)
+	// extra captures, file name -> shell command whose output is kept.
+	extra map[string]string
+}
+
+type disk struct{ name, role string }
+
+func disks(spec ...string) []disk {
+	var ds []disk
+	for i, role := range spec {
+		ds = append(ds, disk{name: "vd" + string(rune('a'+i)), role: role})
+	}
+	return ds
+}
+
+// gen runs a case's commands and records them for case.json.
+type gen struct {
+	cmds []string
+}
+
+type genError struct{ err error }
+
+func (g *gen) fail(format string, args ...any) { panic(genError{fmt.Errorf(format, args...)}) }
+
+// sh runs one shell command line, records it, and fails the case unless
+// it exits 0.
+func (g *gen) sh(line string) string { return g.shExit(line, 0) }
+
+// shExit is sh for a command expected to exit with status want.
+func (g *gen) shExit(line string, want int) string {
+	rec := line
+	if want != 0 {
+		rec += fmt.Sprintf("  # exits %d", want)
+	}
+	g.cmds = append(g.cmds, rec)
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Env = append(os.Environ(), "MDADM_NO_UDEV=1")
+	out, err := cmd.CombinedOutput()
+	fmt.Printf("gen: $ %s\n%s", line, out)
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != want {
+		g.fail("%s: %v (want status %d)\n%s", line, err, want, out)
+	}
+	return string(out)
+}
+
+// note records a step that is not a shell command.
+func (g *gen) note(s string) { g.cmds = append(g.cmds, "# "+s) }
+
+func (g *gen) waitSync(md string) {
+	g.note("wait until " + md + " is idle (sync_action idle, sync_completed none)")
+	if err := guest.WaitIdle(md, 5*time.Minute); err != nil {
+		g.fail("%v", err)
+	}
+}
+
+func (g *gen) array(dev string) string {
+	md, err := guest.ResolveArray(dev)
+	if err != nil {
+		g.fail("%v", err)
+	}
+	return md
+}
+
+// waitGone waits until /sys/block/<md> has disappeared.
+func (g *gen) waitGone(md string) {
+	g.note("wait until /sys/block/" + md + " is gone")
+	for range 100 {
+		if _, err := os.Stat("/sys/block/" + md); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	g.fail("/sys/block/%s still exists", md)
+}
+
+func (g *gen) attr(md, attr string) string {
+	b, err := os.ReadFile(guest.SysPath(g.array(md), attr))
+	if err != nil {
+		g.fail("%v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// waitFor polls until cond holds for an attribute.
+func (g *gen) waitFor(md, attr, what string, cond func(string) bool) {
+	g.note(fmt.Sprintf("wait until %s %s %s", md, attr, what))
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		v := g.attr(md, attr)
+		if cond(v) {
+			return
+		}
+		if time.Now().After(deadline) {
+			mdstat, _ := os.ReadFile("/proc/mdstat")
+			g.fail("%s %s = %q, still not %s\n%s", md, attr, v, what, mdstat)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// holdAt waits until a recovery limited by sync_max has checkpointed at
+// the limit: sync_completed reads "<sync_max> / <total>".
+func (g *gen) holdAt(md string, sectors int) {
+	g.waitFor(md, "sync_completed", fmt.Sprintf("reaches %d (held by sync_max)", sectors), func(v string) bool {
+		done, _, ok := strings.Cut(v, " / ")
+		n, err := strconv.Atoi(done)
+		return ok && err == nil && n >= sectors
+	})
+	time.Sleep(time.Second) // let the checkpoint's superblock write land
+}
+
+func create(md, opts string, devs ...string) string {
+	return fmt.Sprintf("mdadm --create %s --run %s %s", md, opts, "/dev/"+strings.Join(devs, " /dev/"))
+}
+
+// holdSectors is where held recoveries stop: 16 MiB into 64 MiB members.
+const holdSectors = 32768
+
+var cases = func() []genCase {
+	var cs []genCase
+	for _, v := range []string{"0.90", "1.0", "1.1", "1.2"} {
+		cs = append(cs, genCase{
+			name: "raid1-v" + v, desc: "clean 2-disk RAID1, metadata " + v,
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata="+v, "vda", "vdb"))
+				g.waitSync("/dev/md0")
+			},
+		})
+	}
+	cs = append(cs,
+		genCase{
+			name: "boot-mirror", desc: "the boot mirror as the installer makes it: 1.0, name boot, homehost talos",
+			array: "/dev/md/boot", sync: "resync", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh("mdadm --create /dev/md/boot --name boot --homehost=talos --level=1 --metadata=1.0 --raid-devices=2 /dev/vda /dev/vdb")
+				g.waitSync("/dev/md/boot")
+			},
+		},
+		genCase{
+			name: "raid1-bitmap", desc: "clean 2-disk RAID1, 1.2, internal bitmap",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2 --bitmap=internal", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid1-degraded-missing", desc: "2-disk RAID1 created with one slot 'missing'",
+			array: "/dev/md0", sync: "none", disks: disks("active"),
+			setup: func(g *gen) {
+				g.sh("mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vda missing")
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid1-failed", desc: "2-disk RAID1 with vdb failed (mdadm --fail) but not removed",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "faulty"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm /dev/md0 --fail /dev/vdb")
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid1-removed-spare",
+			desc: "3-disk RAID1: vdc failed and removed, vdd added as a spare while recovery is frozen, so it stays a spare",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "removed", "spare"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=3 --metadata=1.2", "vda", "vdb", "vdc"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm /dev/md0 --fail /dev/vdc")
+				g.sh("mdadm /dev/md0 --remove /dev/vdc")
+				g.sh("echo frozen > /sys/block/md0/md/sync_action")
+				g.sh("mdadm /dev/md0 --add /dev/vdd")
+				if s := g.attr("md0", "dev-vdd/slot"); s != "none" {
+					g.fail("vdd took slot %s", s)
+				}
+			},
+		},
+		genCase{
+			name: "raid5", desc: "clean 4-disk RAID5",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=5 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid5-degraded", desc: "4-disk RAID5 after vdd failed and was removed",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "active", "removed"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=5 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm /dev/md0 --fail /dev/vdd")
+				g.sh("mdadm /dev/md0 --remove /dev/vdd")
+			},
+		},
+		genCase{
+			name: "raid6", desc: "clean 4-disk RAID6",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=6 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid10", desc: "clean 4-disk RAID10 (near=2)",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=10 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
+				g.waitSync("/dev/md0")
+			},
+		},
+		genCase{
+			name: "raid0", desc: "2-disk RAID0",
+			array: "/dev/md0", sync: "none", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=0 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+			},
+		},
+		genCase{
+			name: "linear", desc: "2-disk linear array",
+			array: "/dev/md0", sync: "none", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=linear --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+			},
+		},
+		genCase{
+			name: "raid1-recovering",
+			desc: "2-disk RAID1: vdb failed and removed, vdc added; recovery held at sector 32768 by sync_max",
+			array: "/dev/md0", sync: "held", disks: disks("active", "removed", "rebuilding"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm /dev/md0 --fail /dev/vdb")
+				g.sh("mdadm /dev/md0 --remove /dev/vdb")
+				g.sh("echo frozen > /sys/block/md0/md/sync_action")
+				g.sh("mdadm /dev/md0 --add /dev/vdc")
+				g.sh(fmt.Sprintf("echo %d > /sys/block/md0/md/sync_max", holdSectors))
+				g.sh("echo idle > /sys/block/md0/md/sync_action")
+				g.holdAt("md0", holdSectors)
+			},
+		},
+		genCase{
+			name: "raid1-replacing",
+			desc: "2-disk RAID1: vda being replaced by vdc (mdadm --replace --with), held at sector 32768 by sync_max",
+			array: "/dev/md0", sync: "held", disks: disks("want_replacement", "active", "replacement"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm /dev/md0 --add /dev/vdc")
+				g.sh(fmt.Sprintf("echo %d > /sys/block/md0/md/sync_max", holdSectors))
+				g.sh("mdadm /dev/md0 --replace /dev/vda --with /dev/vdc")
+				g.holdAt("md0", holdSectors)
+			},
+		},
+		genCase{
+			name: "raid5-inactive",
+			desc: "4-disk RAID5 stopped, then assembled with mdadm --incremental (as udev would) from 3 members, without --run: inactive",
+			array: "/dev/md/inactive", sync: "resync", disks: disks("active", "active", "active", "absent"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md/inactive", "--name=inactive --level=5 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
+				g.waitSync("/dev/md/inactive")
+				md := g.array("/dev/md/inactive")
+				g.sh("mdadm --stop /dev/md/inactive")
+				// The md device lingers for a moment; waiting keeps the
+				// reassembled array at the same kernel name.
+				g.waitGone(md)
+				// Without udev nobody removes the stale /dev/md/inactive
+				// link, and --incremental would pick another name.
+				g.sh("rm /dev/md/inactive")
+				// mdadm --assemble with a member short dissolves the array
+				// again ("need all 4 to start it"); --incremental keeps it.
+				for _, d := range []string{"vda", "vdb", "vdc"} {
+					g.sh("mdadm --incremental /dev/" + d)
+				}
+				if s := g.attr("/dev/md/inactive", "array_state"); s != "inactive" {
+					g.fail("array_state %s, want inactive", s)
+				}
+			},
+		},
+		genCase{
+			name: "raid1-badblocks",
+			desc: "2-disk RAID1 with bad blocks recorded on vdb (sectors 10240+8 and 20480+16) and written to its log",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
+			extra: map[string]string{"vdb.examine-badblocks.txt": "mdadm --examine-badblocks /dev/vdb"},
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("echo '10240 8' > /sys/block/md0/md/dev-vdb/bad_blocks")
+				g.sh("echo '20480 16' > /sys/block/md0/md/dev-vdb/bad_blocks")
+				// The log reaches the disk with the next superblock write;
+				// a write makes the array dirty, which forces one.
+				g.sh("dd if=/dev/urandom of=/dev/md0 bs=4096 count=1 conv=fsync")
+				g.waitFor("md0", "array_state", "is clean", func(v string) bool { return v == "clean" })
+				out := g.sh("mdadm --examine-badblocks /dev/vdb")
+				if !strings.Contains(out, "10240 for 8 sectors") {
+					g.fail("bad blocks did not reach the superblock:\n%s", out)
+				}
+			},
+		},
+	)
+	return cs
+}()
+
+func runGuest(out string, re *regexp.Regexp) error {
+	if !guest.InGuest() {
+		return fmt.Errorf("-guest runs only inside the VM rig; run without -guest on the host")
+	}
+	var failed []string
+	for _, c := range cases {
+		if !re.MatchString(c.name) {
+			continue
+		}
+		fmt.Printf("gen: === case %s\n", c.name)
+		if err := runCase(out, c); err != nil {
+			fmt.Printf("gen: FAIL %s: %v\n", c.name, err)
+			failed = append(failed, c.name)
+		}
+	}
+	if err := guest.ResetDisks(); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed cases: %s", strings.Join(failed, " "))
+	}
+	return nil
+}
+
+func runCase(out string, c genCase) (err error) {
+	if err := guest.ResetDisks(); err != nil {
+		return err
+	}
+	g := &gen{}
+	defer func() {
+		if r := recover(); r != nil {
+			ge, ok := r.(genError)
+			if !ok {
+				panic(r)
+			}
+			err = ge.err
+		}
+	}()
+	c.setup(g)
+	tmp := filepath.Join(out, "."+c.name+".tmp")
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := capture(tmp, c, g); err != nil {
+		return err
+	}
+	dst := filepath.Join(out, c.name)
+	os.RemoveAll(dst)
+	return os.Rename(tmp, dst)
+}
+
+// output runs a command and returns its combined output whatever its
+// status: mdadm --detail of a degraded or inactive array still says
+// something worth keeping.
+func output(line string) []byte {
+	out, _ := exec.Command("sh", "-c", line).CombinedOutput()
+	return out
+}
+
+func capture(dir string, c genCase, g *gen) error {
+	md, err := guest.ResolveArray(c.array)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"detail.txt":        output("mdadm --detail " + c.array),
+		"detail-export.txt": output("mdadm --detail --export " + c.array),
+	}
+	if files["mdstat.txt"], err = os.ReadFile("/proc/mdstat"); err != nil {
+		return err
+	}
+	entries, err := sysfstree.CaptureArray("/sys", md)
+	if err != nil {
+		return fmt.Errorf("sysfs capture: %w", err)
+	}
+	var sysfs bytes.Buffer
+	if err := sysfstree.Write(&sysfs, entries); err != nil {
+		return err
+	}
+	files["sysfs.txt"] = sysfs.Bytes()
+	for name, line := range c.extra {
+		files[name] = output(line)
+	}
+
+	all, err := guest.Disks()
+	if err != nil {
+		return err
+	}
+	byName := map[string]guest.Disk{}
+	for _, d := range all {
+		byName[d.Name] = d
+	}
+	info := fixture.Info{
+		Name: c.name, Description: c.desc, Commands: g.cmds,
+		Array: md, ArrayPath: c.array, Sync: c.sync,
+		ProcVersion:  strings.TrimSpace(string(output("cat /proc/version"))),
+		MdadmVersion: strings.TrimSpace(string(output("mdadm --version"))),
+	}
+	var uts syscall.Utsname
+	syscall.Uname(&uts)
+	info.Kernel = cstr(uts.Release[:])
+	for _, cd := range c.disks {
+		d, ok := byName[cd.name]
+		if !ok {
+			return fmt.Errorf("no disk %s", cd.name)
+		}
+		info.Members = append(info.Members, fixture.InfoMember{Name: d.Name, ByPath: d.ByPath, Serial: d.Serial, Size: d.Size, Role: cd.role})
+		if err := flush(d.Path); err != nil {
+			return err
+		}
+		files[d.Name+".examine.txt"] = output("mdadm --examine " + d.Path)
+		if err := fixture.CaptureRegions(filepath.Join(dir, d.Name+".regions.gz"), d.Path); err != nil {
+			return err
+		}
+	}
+	js, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	files["case.json"] = append(js, '\n')
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush drops the device's page cache (BLKFLSBUF): md writes superblocks
+// with bios that bypass it, so cached pages from an earlier read may be
+// stale.
+func flush(dev string) error {
+	f, err := os.Open(dev)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0); err != nil {
+		return fmt.Errorf("BLKFLSBUF %s: %w", dev, err)
+	}
+	return nil
+}
+
+func cstr(b []int8) string {
+	var s []byte
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s = append(s, byte(c))
+	}
+	return string(s)
+}
