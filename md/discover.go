@@ -1,0 +1,300 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// Discover finds every md array in sysfs, running or not, with no
+// configuration, and reports its status. It reads each member's superblock
+// to cross-check events and to learn the array's name.
+//
+// A problem with one array or member is recorded in that entry's Errors or
+// Error and the rest of the report is still filled in; Discover itself
+// fails only when the list of arrays cannot be read or ctx is done.
+func (m *Manager) Discover(ctx context.Context) (*Report, error) {
+	names, err := m.fs.Arrays()
+	if err != nil {
+		return nil, fmt.Errorf("md: listing arrays: %w", err)
+	}
+	r := &Report{Version: SchemaVersion, Time: time.Now().UTC(), Arrays: []Array{}}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.Arrays = append(r.Arrays, m.status(name))
+	}
+	sort.Slice(r.Arrays, func(i, j int) bool { return lessDevice(r.Arrays[i].Device, r.Arrays[j].Device) })
+	return r, nil
+}
+
+// lessDevice orders md9 before md10 and md126 before md127.
+func lessDevice(a, b string) bool {
+	na, ea := strconv.Atoi(strings.TrimPrefix(a, "md"))
+	nb, eb := strconv.Atoi(strings.TrimPrefix(b, "md"))
+	if ea == nil && eb == nil {
+		return na < nb
+	}
+	return a < b
+}
+
+// Status reports one array, named by kernel name ("md127"), device path
+// ("/dev/md127"), or /dev/md/ name ("boot", "/dev/md/boot").
+func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
+	if err := ctx.Err(); err != nil {
+		return Array{}, err
+	}
+	kname, err := m.Resolve(name)
+	if err != nil {
+		return Array{}, err
+	}
+	return m.status(kname), nil
+}
+
+// Resolve turns an array name as a user would type it into the kernel
+// name: "md127", "/dev/md127", "md/boot", "/dev/md/boot" or "boot" (a name
+// from the superblock). The error matches ErrNoArray when nothing matches.
+func (m *Manager) Resolve(name string) (string, error) {
+	arrays, err := m.fs.Arrays()
+	if err != nil {
+		return "", fmt.Errorf("md: listing arrays: %w", err)
+	}
+	base := strings.TrimPrefix(name, m.devRoot+"/")
+	base = strings.TrimPrefix(base, "/dev/")
+	for _, a := range arrays {
+		if a == base {
+			return a, nil
+		}
+	}
+	short := strings.TrimPrefix(base, "md/")
+	for _, a := range arrays {
+		st := m.status(a)
+		if st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s", ErrNoArray, name)
+}
+
+// snapshot is everything read about one array, before any decision.
+type snapshot struct {
+	name      string
+	dev       string
+	state     sysfs.ArrayState
+	level     sysfs.Level
+	metadata  sysfs.MetadataVersion
+	raidDisks int
+	layout    int64
+	chunk     int64
+	component uint64 // KiB
+	size      uint64 // sectors
+	degraded  *uint64
+	action    sysfs.SyncAction
+	progress  sysfs.Progress
+	speed     sysfs.Optional[uint64]
+	members   []memberSnap
+	errs      []string
+}
+
+type memberSnap struct {
+	Member
+	state sysfs.MemberState
+	sb    *superblock.Superblock
+}
+
+// note records a failed read, except the absence of an attribute the
+// level does not have.
+func (s *snapshot) note(what string, err error) {
+	if err != nil {
+		s.errs = append(s.errs, fmt.Sprintf("%s: %v", what, err))
+	}
+}
+
+// optional drops fs.ErrNotExist: the redundancy attributes exist only
+// while a raid1/4/5/6/10 personality runs.
+func optional(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (m *Manager) read(name string) *snapshot {
+	s := &snapshot{name: name}
+	a, err := m.fs.Array(name)
+	if err != nil {
+		s.note("array", err)
+		return s
+	}
+	if d, err := a.Dev(); err == nil {
+		s.dev = d.String()
+	} else {
+		s.note("dev", err)
+	}
+	s.state, err = a.State()
+	s.note("array_state", err)
+	s.level, err = a.Level()
+	s.note("level", err)
+	s.metadata, err = a.MetadataVersion()
+	s.note("metadata_version", err)
+	if rd, err := a.RaidDisks(); err == nil {
+		if rd.Valid {
+			s.raidDisks = int(rd.Value.Current)
+		}
+	} else {
+		s.note("raid_disks", err)
+	}
+	if l, err := a.Layout(); err == nil {
+		s.layout = l.Current
+	} else {
+		s.note("layout", optional(err))
+	}
+	if c, err := a.ChunkSize(); err == nil {
+		s.chunk = c.Current
+	} else {
+		s.note("chunk_size", optional(err))
+	}
+	s.component, err = a.ComponentSize()
+	s.note("component_size", optional(err))
+	s.size, err = a.Size()
+	s.note("size", err)
+	if d, err := a.Degraded(); err == nil {
+		s.degraded = &d
+	} else {
+		s.note("degraded", optional(err))
+	}
+	s.action, err = a.SyncAction()
+	s.note("sync_action", optional(err))
+	s.progress, err = a.SyncCompleted()
+	s.note("sync_completed", optional(err))
+	s.speed, err = a.SyncSpeed()
+	s.note("sync_speed", optional(err))
+
+	members, err := a.Members()
+	s.note("members", err)
+	for _, mem := range members {
+		s.members = append(s.members, m.readMember(mem, s.metadata))
+	}
+	return s
+}
+
+func (m *Manager) readMember(mem sysfs.Member, mv sysfs.MetadataVersion) memberSnap {
+	ms := memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
+	var errs []string
+	note := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	defer func() { ms.Error = strings.Join(errs, "; ") }()
+
+	st, err := mem.State()
+	note("state", err)
+	ms.state = st
+	for _, f := range st {
+		ms.Flags = append(ms.Flags, string(f))
+	}
+	if slot, err := mem.Slot(); err == nil {
+		if slot >= 0 {
+			ms.Slot = int(slot)
+		}
+	} else {
+		note("slot", err)
+	}
+	ms.ReadErrors, err = mem.Errors()
+	note("errors", err)
+	if rs, err := mem.RecoveryStart(); err == nil {
+		if rs.Valid && !st.Has(sysfs.FlagInSync) && !st.Has(sysfs.FlagFaulty) && ms.Slot >= 0 {
+			v := rs.Value
+			ms.RecoveredSectors = &v
+		}
+	} else {
+		note("recovery_start", optional(err))
+	}
+	if bb, err := mem.BadBlocks(); err == nil {
+		ms.BadBlocks = len(bb)
+	} else {
+		note("bad_blocks", optional(err))
+	}
+
+	// The block link names the member's own block device; the dev-* name
+	// can differ from it only by '!' for '/'.
+	kname := mem.Name()
+	if bl, err := mem.Block(); err == nil {
+		kname = bl.Name
+	} else {
+		note("block", err)
+	}
+	ms.Device = kname
+	ms.Path = path.Join(m.devRoot, kname)
+	if d, err := blockdev.Lookup(m.fs, m.devRoot, kname); err == nil {
+		ms.Path = d.Node
+		ms.DevNum = d.Dev.String()
+		ms.SizeBytes = d.Size
+		ms.Serial, ms.WWN, ms.Model = d.Serial, d.WWN, d.Model
+	} else {
+		note("device", err)
+	}
+	if p, err := blockdev.PathID(m.fs, kname); err == nil {
+		ms.ByPath = p
+	} else {
+		var pe *blockdev.PathIDError
+		if !errors.As(err, &pe) {
+			note("by-path", err)
+		}
+	}
+
+	if mv.Kind == sysfs.MetadataNative {
+		sb, err := m.readSuperblock(kname, mv)
+		note("superblock", err)
+		if sb != nil {
+			ms.sb = sb
+			ms.DeviceUUID = sb.DeviceUUID.String()
+			if sb.Version == superblock.Version090 {
+				ms.DeviceUUID = ""
+			}
+			n, ev := sb.DevNumber, sb.Events
+			if sb.Version == superblock.Version090 {
+				n = sb.ThisDisk.Number
+			}
+			ms.DevNumber, ms.Events = &n, &ev
+		}
+	}
+	return ms
+}
+
+// readSuperblock reads the superblock of the version the kernel reports
+// from the member's device node. A superblock with a bad checksum is
+// returned together with the error.
+func (m *Manager) readSuperblock(kname string, mv sysfs.MetadataVersion) (*superblock.Superblock, error) {
+	v, err := superblock.ParseVersion(fmt.Sprintf("%d.%d", mv.Major, mv.Minor))
+	if err != nil {
+		return nil, err
+	}
+	dev, err := m.open(kname)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	size, err := dev.Size()
+	if err != nil {
+		return nil, err
+	}
+	sb, err := superblock.Read(dev, size, v)
+	var ce *superblock.ChecksumError
+	if errors.As(err, &ce) {
+		return ce.Superblock, err
+	}
+	return sb, err
+}

@@ -1,0 +1,87 @@
+package md
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// Config says where Manager finds the system. The zero value, and a nil
+// *Config, mean the running system.
+type Config struct {
+	// SysRoot is where sysfs is mounted; default "/sys".
+	SysRoot string
+	// DevRoot is the device directory; default "/dev". Member devices are
+	// opened below it by kernel name ("vdb", "cciss/c0d0") to read their
+	// superblocks.
+	DevRoot string
+}
+
+// Manager discovers md arrays and reports and changes their state. It
+// keeps no state between calls: every call reads the system afresh.
+type Manager struct {
+	fs      sysfs.FS
+	devRoot string
+	open    func(name string) (device, error)
+}
+
+// device is an open block device (or, in tests, an image file).
+type device interface {
+	io.ReaderAt
+	io.Closer
+	Size() (int64, error)
+}
+
+type osDevice struct{ *os.File }
+
+// Size returns the size of the device or file, by seeking to its end,
+// which works for both.
+func (d osDevice) Size() (int64, error) {
+	n, err := d.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", d.Name(), err)
+	}
+	return n, nil
+}
+
+// Open returns a Manager for the system described by cfg (nil for the
+// running system). It fails if the sysfs root is not a directory.
+func Open(cfg *Config) (*Manager, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.SysRoot == "" {
+		c.SysRoot = sysfs.DefaultRoot
+	}
+	if c.DevRoot == "" {
+		c.DevRoot = "/dev"
+	}
+	fsys, err := sysfs.NewFS(c.SysRoot)
+	if err != nil {
+		return nil, fmt.Errorf("md: %w", err)
+	}
+	m := &Manager{fs: fsys, devRoot: c.DevRoot}
+	m.open = func(name string) (device, error) {
+		f, err := os.Open(filepath.Join(m.devRoot, filepath.FromSlash(name)))
+		if err != nil {
+			return nil, err
+		}
+		return osDevice{f}, nil
+	}
+	return m, nil
+}
+
+// FS returns the sysfs tree the Manager reads.
+func (m *Manager) FS() sysfs.FS { return m.fs }
+
+// DevRoot returns the device directory the Manager uses.
+func (m *Manager) DevRoot() string { return m.devRoot }
+
+// ErrNoArray is matched by the error for an array name that does not
+// exist.
+var ErrNoArray = errors.New("md: no such array")

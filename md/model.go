@@ -1,0 +1,185 @@
+package md
+
+import "time"
+
+// Report is the status of every array found, as [Manager.Discover]
+// returns it. Its JSON form is the schema documented in STATUS-JSON.md.
+type Report struct {
+	// Version is the schema version of the JSON form; it changes only
+	// when a field changes meaning or goes away.
+	Version int `json:"version"`
+	// Time is when the report was taken.
+	Time time.Time `json:"time"`
+	// Arrays are sorted by device name.
+	Arrays []Array `json:"arrays"`
+	// Error is set when the list of arrays itself could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// SchemaVersion is the current value of Report.Version.
+const SchemaVersion = 1
+
+// Array is the status of one md array.
+type Array struct {
+	// Device is the kernel name of the array, such as "md127".
+	Device string `json:"device"`
+	// Path is its device node, such as "/dev/md127".
+	Path string `json:"path"`
+	// DevNum is its "major:minor".
+	DevNum string `json:"devnum,omitempty"`
+	// UUID is the array UUID in the canonical form, the same digits
+	// mdadm prints.
+	UUID string `json:"uuid,omitempty"`
+	// Name and Homehost are split from the 1.x superblock's set name
+	// ("talos:boot"); empty for 0.90.
+	Name     string `json:"name,omitempty"`
+	Homehost string `json:"homehost,omitempty"`
+	// Metadata is the metadata version: "0.90", "1.0", "1.1", "1.2",
+	// "none", or "external:…".
+	Metadata string `json:"metadata,omitempty"`
+	// Level is the RAID level as the kernel names it: "raid1", "raid5",
+	// "raid10", "raid0", "linear", …
+	Level string `json:"level,omitempty"`
+	// Layout is the kernel's layout number, and LayoutName mdadm's name
+	// for it ("left-symmetric", "near=2").
+	Layout     int64  `json:"layout"`
+	LayoutName string `json:"layout_name,omitempty"`
+	// ChunkBytes is the chunk size in bytes (0 where the level has none).
+	ChunkBytes uint64 `json:"chunk_bytes,omitempty"`
+	// RaidDisks is the number of slots.
+	RaidDisks int `json:"raid_disks"`
+	// SizeBytes is the array's usable size; ComponentBytes the size used
+	// on each member.
+	SizeBytes      uint64 `json:"size_bytes"`
+	ComponentBytes uint64 `json:"component_bytes,omitempty"`
+	// State is the kernel's array_state word, as read.
+	State string `json:"state"`
+	// Availability, Redundancy and Activity are the three health fields.
+	Availability Availability `json:"availability"`
+	Redundancy   Redundancy   `json:"redundancy"`
+	Activity     Activity     `json:"activity"`
+	// Degraded is the kernel's count of slots without an in-sync member
+	// (the sysfs "degraded" attribute where it exists, else counted).
+	Degraded int `json:"degraded"`
+	// Counts are mdadm --detail's device counts.
+	Counts Counts `json:"counts"`
+	// Slots has one entry per slot, 0 to RaidDisks-1, including empty ones.
+	Slots []Slot `json:"slots"`
+	// Spares are members that hold no slot and are not faulty.
+	Spares []Member `json:"spares"`
+	// Faulty are faulty members that hold no slot any more.
+	Faulty []Member `json:"faulty"`
+	// Errors lists what could not be read for this array; the rest of
+	// the entry is still filled in as far as possible.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Counts are the device counts that mdadm --detail prints.
+type Counts struct {
+	// Active members are in sync in a slot.
+	Active int `json:"active"`
+	// Working members are all members that are not faulty.
+	Working int `json:"working"`
+	// Failed members are faulty.
+	Failed int `json:"failed"`
+	// Spare members are working but not in sync: idle spares and members
+	// being rebuilt.
+	Spare int `json:"spare"`
+}
+
+// SlotState says what fills a slot.
+type SlotState string
+
+// Slot states, in the JSON form.
+const (
+	// SlotActive: an in-sync member holds the slot.
+	SlotActive SlotState = "active"
+	// SlotRebuilding: a member is being recovered into the slot.
+	SlotRebuilding SlotState = "rebuilding"
+	// SlotFaulty: the member in the slot has failed but is still bound.
+	SlotFaulty SlotState = "faulty"
+	// SlotMissing: no member holds the slot.
+	SlotMissing SlotState = "missing"
+)
+
+// Slot is one slot of an array.
+type Slot struct {
+	Slot  int       `json:"slot"`
+	State SlotState `json:"state"`
+	// Member holds the slot; nil when the slot is missing.
+	Member *Member `json:"member,omitempty"`
+	// Replacement is a member being rebuilt as the replacement of Member
+	// (mdadm --replace); nil when there is none.
+	Replacement *Member `json:"replacement,omitempty"`
+}
+
+// Member is one device bound to an array.
+type Member struct {
+	// Device is the kernel name ("vdb", "sda1"); Path its device node.
+	Device string `json:"device"`
+	Path   string `json:"path"`
+	DevNum string `json:"devnum,omitempty"`
+	// ByPath is the /dev/disk/by-path name, computed from sysfs the way
+	// udev's path_id does ("pci-0000:00:10.0").
+	ByPath string `json:"by_path,omitempty"`
+	Serial string `json:"serial,omitempty"`
+	WWN    string `json:"wwn,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// SizeBytes is the size of the member's block device.
+	SizeBytes uint64 `json:"size_bytes,omitempty"`
+	// Slot is the slot the kernel gives the member, or -1 for none.
+	Slot int `json:"slot"`
+	// Flags are the kernel's dev-*/state flags, as read ("in_sync",
+	// "faulty", "spare", "write_mostly", "blocked", "write_error",
+	// "want_replacement", "replacement", "failfast", "journal", …).
+	Flags []string `json:"flags"`
+	// ReadErrors is the kernel's count of corrected read errors.
+	ReadErrors uint64 `json:"read_errors"`
+	// RecoveredSectors is how far recovery into this member has got, for
+	// a member being rebuilt; nil otherwise.
+	RecoveredSectors *uint64 `json:"recovered_sectors,omitempty"`
+	// BadBlocks is the number of recorded bad-block ranges.
+	BadBlocks int `json:"bad_blocks"`
+	// Superblock facts, when the member's superblock could be read.
+	DeviceUUID string  `json:"device_uuid,omitempty"`
+	DevNumber  *uint32 `json:"dev_number,omitempty"`
+	Events     *uint64 `json:"events,omitempty"`
+	// Stale is true when the member's superblock events lag the newest
+	// member's by more than one (the kernel accepts a lag of one).
+	Stale bool `json:"stale,omitempty"`
+	// Error says what could not be read for this member.
+	Error string `json:"error,omitempty"`
+}
+
+// ActivityKind is what the array's sync thread is doing.
+type ActivityKind string
+
+// Activity kinds, in the JSON form; they are the kernel's sync_action
+// words. An unknown future word is passed through as read.
+const (
+	Idle    ActivityKind = "idle"
+	Resync  ActivityKind = "resync"
+	Recover ActivityKind = "recover"
+	Check   ActivityKind = "check"
+	Repair  ActivityKind = "repair"
+	Reshape ActivityKind = "reshape"
+	Frozen  ActivityKind = "frozen"
+)
+
+// Activity is the sync thread's work and progress.
+type Activity struct {
+	Kind ActivityKind `json:"kind"`
+	// Pending is "delayed" when the kernel holds the sync back (for
+	// example behind another array on the same disks).
+	Pending string `json:"pending,omitempty"`
+	// DoneSectors and TotalSectors are the kernel's last checkpoint
+	// (sync_completed), in 512-byte sectors.
+	DoneSectors  uint64 `json:"done_sectors,omitempty"`
+	TotalSectors uint64 `json:"total_sectors,omitempty"`
+	// Percent is DoneSectors/TotalSectors×100.
+	Percent float64 `json:"percent,omitempty"`
+	// SpeedKiBs is the kernel's current speed in KiB/s.
+	SpeedKiBs uint64 `json:"speed_kib_s,omitempty"`
+	// ETASeconds is the remaining work at the current speed.
+	ETASeconds uint64 `json:"eta_seconds,omitempty"`
+}

@@ -1,0 +1,178 @@
+package md
+
+import (
+	"strings"
+
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+func (m *Manager) status(name string) Array {
+	return build(m.read(name), m.devRoot)
+}
+
+// build turns a snapshot into the reported model. All health decisions
+// are made here and in health.go.
+func build(s *snapshot, devRoot string) Array {
+	a := Array{
+		Device:    s.name,
+		Path:      strings.TrimSuffix(devRoot, "/") + "/" + s.name,
+		DevNum:    s.dev,
+		Metadata:  s.metadata.Raw,
+		Level:     string(s.level),
+		Layout:    s.layout,
+		RaidDisks: s.raidDisks,
+		State:     string(s.state),
+		Slots:     []Slot{},
+		Spares:    []Member{},
+		Faulty:    []Member{},
+		Errors:    s.errs,
+	}
+	if s.chunk > 0 {
+		a.ChunkBytes = uint64(s.chunk)
+	}
+	a.SizeBytes = s.size * 512
+	a.ComponentBytes = s.component * 1024
+
+	running := s.level.Known() && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
+		s.state != sysfs.StateInactive && s.state != sysfs.StateClear && s.state != ""
+
+	// Identity from the freshest superblock.
+	var newest *superblock.Superblock
+	var maxEvents uint64
+	for _, mem := range s.members {
+		if mem.sb != nil && (newest == nil || mem.sb.Events > newest.Events) {
+			newest = mem.sb
+		}
+	}
+	if newest != nil {
+		maxEvents = newest.Events
+		a.UUID = newest.SetUUID.String()
+		a.Name, a.Homehost = newest.Name(), newest.Homehost()
+		a.LayoutName = newest.LayoutName()
+		if a.Level == "" || !s.level.Known() {
+			// An assembled, not running array shows a bare number.
+			a.Level = newest.Level.String()
+		}
+		if a.RaidDisks == 0 {
+			a.RaidDisks = int(newest.RaidDisks)
+		}
+	}
+
+	for i := range s.members {
+		mem := &s.members[i]
+		if mem.sb != nil && maxEvents > 1 && mem.sb.Events+1 < maxEvents {
+			mem.Stale = true
+		}
+		if !running && mem.Slot < 0 && mem.sb != nil {
+			// Members of an array that is not running have no slot in
+			// sysfs yet; their superblock role says where they belong.
+			if r := mem.sb.Role(); r.IsSlot() && int(r) < a.RaidDisks {
+				mem.Slot = int(r)
+			}
+		}
+	}
+
+	// Slots, spares and faulty members, and mdadm's counts.
+	a.Slots = make([]Slot, a.RaidDisks)
+	inSync := make([]bool, a.RaidDisks)
+	for i := range a.Slots {
+		a.Slots[i] = Slot{Slot: i, State: SlotMissing}
+	}
+	for i := range s.members {
+		mem := &s.members[i]
+		faulty := mem.state.Has(sysfs.FlagFaulty)
+		sync := mem.state.Has(sysfs.FlagInSync)
+		switch {
+		case faulty:
+			a.Counts.Failed++
+		case mem.state.Has(sysfs.FlagJournal):
+			a.Counts.Working++
+		case sync:
+			a.Counts.Working++
+			a.Counts.Active++
+		default:
+			a.Counts.Working++
+			a.Counts.Spare++
+		}
+		m := mem.Member
+		if mem.Slot < 0 || mem.Slot >= a.RaidDisks {
+			if faulty {
+				a.Faulty = append(a.Faulty, m)
+			} else {
+				a.Spares = append(a.Spares, m)
+			}
+			continue
+		}
+		sl := &a.Slots[mem.Slot]
+		if mem.state.Has(sysfs.FlagReplacement) {
+			sl.Replacement = &m
+			continue
+		}
+		sl.Member = &m
+		switch {
+		case faulty:
+			sl.State = SlotFaulty
+		case sync || (!running && mem.sb != nil && mem.sb.Role().IsSlot()):
+			sl.State = SlotActive
+			inSync[mem.Slot] = true
+		default:
+			sl.State = SlotRebuilding
+		}
+	}
+	missing := 0
+	for _, ok := range inSync {
+		if !ok {
+			missing++
+		}
+	}
+	a.Degraded = missing
+	if s.degraded != nil {
+		a.Degraded = int(*s.degraded)
+	}
+
+	a.Availability, a.Redundancy = classify(s, running, a.Level, inSync, max(missing, a.Degraded))
+	a.Activity = activity(s)
+	return a
+}
+
+// classify decides availability and redundancy. Order of precedence:
+// inactive, failed, degraded, read-only, online.
+func classify(s *snapshot, running bool, level string, inSync []bool, degraded int) (Availability, Redundancy) {
+	switch {
+	case !running:
+		return Inactive, NoRedundancy
+	case s.state == sysfs.StateBroken || !survives(level, s.layout, inSync):
+		return Failed, NoRedundancy
+	}
+	red := redundancy(level, s.layout, inSync)
+	switch {
+	case degraded > 0:
+		return Degraded, red
+	case s.state == sysfs.StateReadonly || s.state == sysfs.StateReadAuto:
+		return ReadOnly, red
+	}
+	return Online, red
+}
+
+// activity reports what the sync thread does and how far it has got.
+func activity(s *snapshot) Activity {
+	act := Activity{Kind: Idle}
+	if s.action != "" {
+		act.Kind = ActivityKind(s.action)
+	}
+	switch s.progress.State {
+	case sysfs.ProgressDelayed:
+		act.Pending = "delayed"
+	case sysfs.ProgressRunning:
+		act.DoneSectors, act.TotalSectors = s.progress.Done, s.progress.Total
+		if act.TotalSectors > 0 {
+			act.Percent = float64(act.DoneSectors) * 100 / float64(act.TotalSectors)
+		}
+	}
+	if s.speed.Valid && s.speed.Value > 0 && act.TotalSectors > act.DoneSectors && act.Kind != Idle && act.Kind != Frozen {
+		act.SpeedKiBs = s.speed.Value
+		act.ETASeconds = (act.TotalSectors - act.DoneSectors) / 2 / act.SpeedKiBs
+	}
+	return act
+}
