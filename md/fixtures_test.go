@@ -2,7 +2,6 @@ package md
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
-	"github.com/go-mdraid/mdraid/internal/sysfstree"
 )
 
 // fixtureCases loads the real captures made by testdata/gen.
@@ -33,24 +31,9 @@ func fixtureCases(t testing.TB) []*fixture.Case {
 // so that Discover reads real superblocks.
 func fixtureManager(t testing.TB, c *fixture.Case) *Manager {
 	t.Helper()
-	dir := t.TempDir()
-	sys, dev := filepath.Join(dir, "sys"), filepath.Join(dir, "dev")
-	for _, d := range []string{sys, dev} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sysfstree.MaterializeFile(sys, c.Path("sysfs.txt")); err != nil {
+	sys, dev, err := c.Materialize(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
-	}
-	for _, m := range c.Members {
-		im, err := m.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := im.WriteSparseFile(filepath.Join(dev, m.Name)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
 	if err != nil {
