@@ -7,7 +7,6 @@ import (
 	"debug/elf"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -433,7 +432,7 @@ func baseInitramfs(k *Kernel) (string, error) {
 			fmt.Fprintln(&list, guest)
 			fmt.Fprintf(&dep, "%s:", rel)
 			for _, d := range ix.deps[m] {
-				fmt.Fprintf(&dep, " %s", strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(d, ".xz"), ".zst"), ".gz"))
+				fmt.Fprintf(&dep, " %s", d[:strings.Index(d, ".ko")+3]) // stored decompressed
 			}
 			dep.WriteString("\n")
 		}
@@ -467,6 +466,13 @@ func baseInitramfs(k *Kernel) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("vmtest: build initramfs: %w", err)
 	}
+	// Drop images built from older inputs.
+	old, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
+	for _, o := range old {
+		if o != out {
+			os.Remove(o)
+		}
+	}
 	return out, nil
 }
 
@@ -482,5 +488,3 @@ func padTo(f *os.File, n int64) error {
 	}
 	return err
 }
-
-var errEmptyGuestPath = errors.New("vmtest: empty guest path")

@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Kernel is an installed kernel the rig can boot.
@@ -42,9 +43,9 @@ func FindKernel() (*Kernel, error) {
 		}
 		return nil, unavailable("%s=%s: no /boot/vmlinuz-%s with /lib/modules/%s/modules.dep", EnvKernel, v, v, v)
 	}
-	var uts syscall.Utsname
-	if syscall.Uname(&uts) == nil {
-		if k := try(cstr(uts.Release[:])); k != nil {
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		if k := try(unix.ByteSliceToString(uts.Release[:])); k != nil {
 			return k, nil
 		}
 	}
@@ -56,17 +57,6 @@ func FindKernel() (*Kernel, error) {
 		}
 	}
 	return nil, unavailable("no kernel: need /boot/vmlinuz-* and /lib/modules/*/modules.dep (apt-get install linux-image-amd64)")
-}
-
-func cstr(b []int8) string {
-	var s []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s = append(s, byte(c))
-	}
-	return string(s)
 }
 
 // Vmlinux returns the path of the uncompressed ELF kernel, extracting it

@@ -145,7 +145,7 @@ func TestHotplug(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vm.Kill()
+	defer func() { vm.Kill(); vm.Wait() }() // on failure: stop before the test ends
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := vm.Expect(ctx, "waiting-for-hotplug"); err != nil {

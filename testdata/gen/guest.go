@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -194,8 +193,8 @@ var cases = func() []genCase {
 			},
 		},
 		genCase{
-			name: "raid1-removed-spare",
-			desc: "3-disk RAID1: vdc failed and removed, vdd added as a spare while recovery is frozen, so it stays a spare",
+			name:  "raid1-removed-spare",
+			desc:  "3-disk RAID1: vdc failed and removed, vdd added as a spare while recovery is frozen, so it stays a spare",
 			array: "/dev/md0", sync: "resync", disks: disks("active", "active", "removed", "spare"),
 			setup: func(g *gen) {
 				g.sh(create("/dev/md0", "--level=1 --raid-devices=3 --metadata=1.2", "vda", "vdb", "vdc"))
@@ -258,8 +257,8 @@ var cases = func() []genCase {
 			},
 		},
 		genCase{
-			name: "raid1-recovering",
-			desc: "2-disk RAID1: vdb failed and removed, vdc added; recovery held at sector 32768 by sync_max",
+			name:  "raid1-recovering",
+			desc:  "2-disk RAID1: vdb failed and removed, vdc added; recovery held at sector 32768 by sync_max",
 			array: "/dev/md0", sync: "held", disks: disks("active", "removed", "rebuilding"),
 			setup: func(g *gen) {
 				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
@@ -274,8 +273,8 @@ var cases = func() []genCase {
 			},
 		},
 		genCase{
-			name: "raid1-replacing",
-			desc: "2-disk RAID1: vda being replaced by vdc (mdadm --replace --with), held at sector 32768 by sync_max",
+			name:  "raid1-replacing",
+			desc:  "2-disk RAID1: vda being replaced by vdc (mdadm --replace --with), held at sector 32768 by sync_max",
 			array: "/dev/md0", sync: "held", disks: disks("want_replacement", "active", "replacement"),
 			setup: func(g *gen) {
 				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
@@ -287,8 +286,8 @@ var cases = func() []genCase {
 			},
 		},
 		genCase{
-			name: "raid5-inactive",
-			desc: "4-disk RAID5 stopped, then assembled with mdadm --incremental (as udev would) from 3 members, without --run: inactive",
+			name:  "raid5-inactive",
+			desc:  "4-disk RAID5 stopped, then assembled with mdadm --incremental (as udev would) from 3 members, without --run: inactive",
 			array: "/dev/md/inactive", sync: "resync", disks: disks("active", "active", "active", "absent"),
 			setup: func(g *gen) {
 				g.sh(create("/dev/md/inactive", "--name=inactive --level=5 --raid-devices=4 --metadata=1.2", "vda", "vdb", "vdc", "vdd"))
@@ -312,8 +311,8 @@ var cases = func() []genCase {
 			},
 		},
 		genCase{
-			name: "raid1-badblocks",
-			desc: "2-disk RAID1 with bad blocks recorded on vdb (sectors 10240+8 and 20480+16) and written to its log",
+			name:  "raid1-badblocks",
+			desc:  "2-disk RAID1 with bad blocks recorded on vdb (sectors 10240+8 and 20480+16) and written to its log",
 			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
 			extra: map[string]string{"vdb.examine-badblocks.txt": "mdadm --examine-badblocks /dev/vdb"},
 			setup: func(g *gen) {
@@ -434,9 +433,9 @@ func capture(dir string, c genCase, g *gen) error {
 		ProcVersion:  strings.TrimSpace(string(output("cat /proc/version"))),
 		MdadmVersion: strings.TrimSpace(string(output("mdadm --version"))),
 	}
-	var uts syscall.Utsname
-	syscall.Uname(&uts)
-	info.Kernel = cstr(uts.Release[:])
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	info.Kernel = unix.ByteSliceToString(uts.Release[:])
 	for _, cd := range c.disks {
 		d, ok := byName[cd.name]
 		if !ok {
@@ -477,15 +476,4 @@ func flush(dev string) error {
 		return fmt.Errorf("BLKFLSBUF %s: %w", dev, err)
 	}
 	return nil
-}
-
-func cstr(b []int8) string {
-	var s []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s = append(s, byte(c))
-	}
-	return string(s)
 }
