@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cavaliergopher/cpio"
 )
@@ -466,10 +467,11 @@ func baseInitramfs(k *Kernel) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("vmtest: build initramfs: %w", err)
 	}
-	// Drop images built from older inputs.
+	// Drop images built from other inputs a day ago or more (not at once:
+	// another checkout may be booting one right now).
 	old, _ := filepath.Glob(filepath.Join(dir, "initramfs-*.cpio"))
 	for _, o := range old {
-		if o != out {
+		if st, err := os.Stat(o); err == nil && o != out && time.Since(st.ModTime()) > 24*time.Hour {
 			os.Remove(o)
 		}
 	}
