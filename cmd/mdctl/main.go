@@ -1,0 +1,105 @@
+// Command mdctl inspects and manages Linux MD software RAID arrays.
+//
+// Each subcommand is a struct in its own file with a Run method; main only
+// parses the command line and runs the selected command.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
+)
+
+// Globals are the flags every command takes.
+type Globals struct {
+	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted."`
+	Dev     string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
+	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
+}
+
+// CLI is the command line.
+type CLI struct {
+	Globals
+
+	Status     StatusCmd     `cmd:"" help:"Show the health of every md array (or the named ones), like mdadm --detail --test."`
+	Examine    ExamineCmd    `cmd:"" help:"Show the md superblock of member devices or images, like mdadm --examine."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash or zsh)."`
+}
+
+// version is the module version and VCS revision the binary was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "mdctl (unknown version)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += "+dirty"
+			}
+		}
+	}
+	return "mdctl " + v + " " + bi.GoVersion
+}
+
+// newParser builds the parser; tests add kong.Writers and kong.Exit.
+func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
+	opts := append([]kong.Option{
+		kong.Name("mdctl"),
+		kong.Description("Inspect and manage Linux MD software RAID."),
+		kong.UsageOnError(),
+		kong.Vars{"version": version()},
+	}, options...)
+	return kong.New(cli, opts...)
+}
+
+// quietExit is returned by a command whose exit status is its answer (as
+// with mdadm --detail --test): main exits with code and prints nothing.
+type quietExit struct{ code int }
+
+func (e *quietExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// ExitCode implements kong.ExitCoder.
+func (e *quietExit) ExitCode() int { return e.code }
+
+// run parses args and runs the command; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
+	var cli CLI
+	parser, err := newParser(&cli, kong.Writers(stdout, stderr), kong.Exit(exit))
+	if err != nil {
+		panic(err) // a malformed CLI struct: a programming error
+	}
+	kongplete.Complete(parser, kongplete.WithExitFunc(exit))
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		parser.FatalIfErrorf(err)
+		return 1 // exit was replaced (tests) and returned
+	}
+	err = ctx.Run(&cli.Globals)
+	var q *quietExit
+	if errors.As(err, &q) {
+		return q.code
+	}
+	if err != nil {
+		parser.Errorf("%s", err)
+		var coder interface{ ExitCode() int }
+		if errors.As(err, &coder) {
+			return coder.ExitCode()
+		}
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Exit))
+}

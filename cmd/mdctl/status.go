@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// StatusCmd is `mdctl status`.
+type StatusCmd struct {
+	Arrays []string `arg:"" optional:"" name:"array" help:"Arrays to show (md127, /dev/md127, /dev/md/boot or a name); all when none is given."`
+	JSON   bool     `name:"json" help:"Same as --format=json."`
+	Format string   `name:"format" enum:"text,json,prometheus" default:"text" help:"Output format: text, json (schema in STATUS-JSON.md) or prometheus."`
+}
+
+// Run prints the status and exits as mdadm --detail --test does: 0 when
+// every array is healthy, 1 when one is degraded, 2 when one is failed or
+// cannot run, 4 when the status could not be read.
+func (c *StatusCmd) Run(k *kong.Context, g *Globals) error {
+	ctx := context.Background()
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
+	if err != nil {
+		return &exitError{code: exitUnreadable, msg: err.Error()}
+	}
+	var r *md.Report
+	if len(c.Arrays) == 0 {
+		r, err = m.Discover(ctx)
+	} else {
+		r = &md.Report{Version: md.SchemaVersion, Arrays: []md.Array{}}
+		for _, name := range c.Arrays {
+			var a md.Array
+			a, err = m.Status(ctx, name)
+			if err != nil {
+				break
+			}
+			r.Arrays = append(r.Arrays, a)
+		}
+	}
+	if err != nil {
+		return &exitError{code: exitUnreadable, msg: err.Error()}
+	}
+	format := c.Format
+	if c.JSON {
+		format = "json"
+	}
+	switch format {
+	case "json":
+		enc := json.NewEncoder(k.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	case "prometheus":
+		err = renderPrometheus(k.Stdout, r)
+	default:
+		err = renderText(k.Stdout, r)
+	}
+	if err != nil {
+		return err
+	}
+	if code := statusExitCode(r, nil); code != exitHealthy {
+		return &quietExit{code}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dsnet/golib/unitconv"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/metrics"
+)
+
+// Exit codes of mdctl status, as mdadm --detail --test defines them.
+const (
+	exitHealthy    = 0
+	exitDegraded   = 1
+	exitFailed     = 2
+	exitUnreadable = 4
+)
+
+// statusExitCode is the worst condition among the arrays: 4 when the
+// report or an array's state could not be read, else 2 when an array is
+// failed or cannot run (inactive), else 1 when one is degraded, else 0.
+func statusExitCode(r *md.Report, readErr error) int {
+	if readErr != nil || r == nil {
+		return exitUnreadable
+	}
+	code := exitHealthy
+	for _, a := range r.Arrays {
+		c := exitHealthy
+		switch {
+		case a.State == "" && len(a.Errors) > 0:
+			c = exitUnreadable
+		case a.Availability == md.Failed || a.Availability == md.Inactive:
+			c = exitFailed
+		case a.Availability == md.Degraded:
+			c = exitDegraded
+		}
+		code = max(code, c)
+	}
+	return code
+}
+
+// humanBytes prints a size the way mdadm does: binary and decimal units.
+func humanBytes(n uint64) string {
+	return fmt.Sprintf("%s (%s)", byteUnit(float64(n), unitconv.IEC, 2), byteUnit(float64(n), unitconv.SI, 2))
+}
+
+// byteUnit formats v bytes as "63.00 MiB" (IEC) or "66.06 MB" (SI).
+func byteUnit(v float64, m unitconv.Mode, prec int) string {
+	s := unitconv.FormatPrefix(v, m, prec)
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'z' })
+	if i < 0 {
+		return s + " B"
+	}
+	return s[:i] + " " + s[i:] + "B"
+}
+
+// bar draws a progress bar of width cells for a percentage, like
+// /proc/mdstat's [=====>....].
+func bar(percent float64, width int) string {
+	if percent < 0 {
+		percent = 0
+	}
+	if percent > 100 {
+		percent = 100
+	}
+	done := int(percent / 100 * float64(width))
+	if done >= width {
+		return "[" + strings.Repeat("=", width) + "]"
+	}
+	return "[" + strings.Repeat("=", done) + ">" + strings.Repeat(".", width-done-1) + "]"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// renderText writes one block per array: identity, state, a rebuild bar
+// while a sync runs, and a slot table.
+func renderText(w io.Writer, r *md.Report) error {
+	if len(r.Arrays) == 0 {
+		_, err := fmt.Fprintln(w, "no md arrays found")
+		return err
+	}
+	for i, a := range r.Arrays {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		renderArray(w, &a)
+	}
+	return nil
+}
+
+func renderArray(w io.Writer, a *md.Array) {
+	title := a.Path
+	if a.Name != "" {
+		title += "  " + a.Name
+		if a.Homehost != "" {
+			title += " (homehost " + a.Homehost + ")"
+		}
+	}
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(a.Level), dash(a.Metadata), dash(a.UUID))
+	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), a.Redundancy, dash(a.State))
+	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
+		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
+	tw.Flush()
+	act := a.Activity
+	switch {
+	case act.Pending != "":
+		fmt.Fprintf(w, "  %s: %s\n", act.Kind, act.Pending)
+	case act.Kind != md.Idle && act.TotalSectors > 0:
+		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", string(act.Kind)+":", bar(act.Percent, 20), act.Percent,
+			byteUnit(float64(act.DoneSectors*512), unitconv.IEC, 1), byteUnit(float64(act.TotalSectors*512), unitconv.IEC, 1))
+		if act.SpeedKiBs > 0 {
+			line += fmt.Sprintf("  %s/s  eta %s", byteUnit(float64(act.SpeedKiBs*1024), unitconv.IEC, 1),
+				(time.Duration(act.ETASeconds) * time.Second).String())
+		}
+		fmt.Fprintln(w, line)
+	case act.Kind != md.Idle:
+		fmt.Fprintf(w, "  activity: %s\n", act.Kind)
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SLOT\tSTATE\tDEVICE\tBY-PATH\tFLAGS\tEVENTS")
+	row := func(slot, state string, m *md.Member) {
+		if m == nil {
+			fmt.Fprintf(tw, "  %s\t%s\t-\t\t\t\n", slot, state)
+			return
+		}
+		ev := "-"
+		if m.Events != nil {
+			ev = fmt.Sprint(*m.Events)
+			if m.Stale {
+				ev += " (stale)"
+			}
+		}
+		flags := strings.Join(m.Flags, ",")
+		if m.Error != "" {
+			flags += " error: " + m.Error
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", slot, state, m.Path, dash(m.ByPath), dash(flags), ev)
+	}
+	for _, s := range a.Slots {
+		row(fmt.Sprint(s.Slot), string(s.State), s.Member)
+		if s.Replacement != nil {
+			row(fmt.Sprint(s.Slot), "replacement", s.Replacement)
+		}
+	}
+	for i := range a.Spares {
+		row("-", "spare", &a.Spares[i])
+	}
+	for i := range a.Faulty {
+		row("-", "faulty", &a.Faulty[i])
+	}
+	tw.Flush()
+	for _, e := range a.Errors {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+}
+
+// reportSource serves one report already taken to the metrics collector,
+// so that text, JSON and metrics agree.
+type reportSource struct{ r *md.Report }
+
+func (s reportSource) Discover(context.Context) (*md.Report, error) { return s.r, nil }
+
+// renderPrometheus writes the report in the Prometheus text format through
+// the client library.
+func renderPrometheus(w io.Writer, r *md.Report) error {
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(metrics.NewCollector(context.Background(), reportSource{r})); err != nil {
+		return err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// runCLI runs mdctl in-process and returns its exit code and output.
+func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	exited := -1
+	code = run(args, &out, &errb, func(c int) {
+		if exited < 0 {
+			exited = c
+		}
+	})
+	if exited >= 0 {
+		code = exited
+	}
+	return code, out.String(), errb.String()
+}
+
+// mdadmExit is what mdadm --detail --test would return for the State line
+// of a capture.
+func mdadmExit(detail string) int {
+	for _, line := range strings.Split(detail, "\n") {
+		k, v, ok := strings.Cut(line, " : ")
+		if !ok || strings.TrimSpace(k) != "State" {
+			continue
+		}
+		switch {
+		case strings.Contains(v, "FAILED"), strings.Contains(v, "inactive"):
+			return 2
+		case strings.Contains(v, "degraded"):
+			return 1
+		}
+		return 0
+	}
+	return 4
+}
+
+func TestStatusOnRealCaptures(t *testing.T) {
+	cases, err := fixture.LoadAll(filepath.Join("..", "..", "testdata", "fixtures"))
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, len(cases) > 0, qt.IsTrue)
+	for _, fc := range cases {
+		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
+			c := qt.New(t)
+			sys, dev, err := fc.Materialize(t.TempDir())
+			c.Assert(err, qt.IsNil)
+			roots := []string{"--sysfs", sys, "--dev", dev}
+			want := mdadmExit(fc.Texts["detail.txt"])
+
+			code, out, errOut := runCLI(t, append([]string{"status"}, roots...)...)
+			c.Check(code, qt.Equals, want, qt.Commentf("stdout:\n%s\nstderr:\n%s", out, errOut))
+			c.Check(out, qt.Contains, "/dev/"+fc.Info.Array)
+			c.Check(out, qt.Contains, "SLOT")
+
+			code, out, _ = runCLI(t, append([]string{"status", "--json"}, roots...)...)
+			c.Check(code, qt.Equals, want)
+			var r md.Report
+			c.Assert(json.Unmarshal([]byte(out), &r), qt.IsNil)
+			c.Assert(r.Arrays, qt.HasLen, 1)
+			c.Check(r.Version, qt.Equals, md.SchemaVersion)
+
+			code, out, _ = runCLI(t, append([]string{"status", "--format=prometheus", fc.Info.Array}, roots...)...)
+			c.Check(code, qt.Equals, want)
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
+			c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
+			for _, name := range []string{"node_md_state", "node_md_disks", "node_md_disks_required", "mdraid_array_availability", "mdraid_member_info"} {
+				c.Check(mfs[name], qt.Not(qt.IsNil), qt.Commentf("metric %s", name))
+			}
+			var active float64 = -1
+			for _, m := range mfs["node_md_disks"].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "state" && l.GetValue() == "active" {
+						active = m.GetGauge().GetValue()
+					}
+				}
+			}
+			c.Check(active, qt.Equals, float64(r.Arrays[0].Counts.Active))
+		})
+	}
+}
+
+func TestStatusExitCodes(t *testing.T) {
+	rep := func(avs ...md.Availability) *md.Report {
+		r := &md.Report{}
+		for _, a := range avs {
+			r.Arrays = append(r.Arrays, md.Array{State: "clean", Availability: a})
+		}
+		return r
+	}
+	tests := []struct {
+		name string
+		r    *md.Report
+		want int
+	}{
+		{"none", rep(), 0},
+		{"online", rep(md.Online, md.ReadOnly), 0},
+		{"degraded", rep(md.Online, md.Degraded), 1},
+		{"failed beats degraded", rep(md.Degraded, md.Failed), 2},
+		{"inactive", rep(md.Inactive), 2},
+		{"unreadable array", &md.Report{Arrays: []md.Array{{Errors: []string{"array_state: permission denied"}}}}, 4},
+		{"no report", nil, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qt.Assert(t, statusExitCode(tt.r, nil), qt.Equals, tt.want)
+		})
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	c := qt.New(t)
+	code, _, errOut := runCLI(t, "status", "--sysfs", filepath.Join(t.TempDir(), "missing"))
+	c.Check(code, qt.Equals, 4)
+	c.Check(errOut, qt.Contains, "missing")
+
+	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid1-v1.2"))
+	c.Assert(err, qt.IsNil)
+	sys, dev, err := fc.Materialize(t.TempDir())
+	c.Assert(err, qt.IsNil)
+	code, _, errOut = runCLI(t, "status", "--sysfs", sys, "--dev", dev, "md99")
+	c.Check(code, qt.Equals, 4)
+	c.Check(errOut, qt.Contains, "no such array")
+}
