@@ -286,7 +286,8 @@ const maxArrayState = int(RoleMax)
 // ArrayState returns mdadm's 1.x "Array State" string: one character per
 // slot (raid_disks, plus -delta_disks while a reshape shrinks the array)
 // counting the dev_roles entries equal to the slot: 'A' for one, '.' for
-// none, 'R' for two when the level is above 0, '?' otherwise.
+// none, 'R' for two unless the level is raid0, '?' otherwise (mdadm tests
+// level > 0 on the unsigned value, so negative levels count as above 0).
 // consistent is false when a '?' was printed or a role names a slot
 // beyond the array, which is when mdadm adds "WARNING Array state is
 // inconsistent". The string is capped at 0xff00 characters. For 0.90 it
@@ -313,7 +314,7 @@ func (sb *Superblock) ArrayState() (state string, consistent bool) {
 	out := make([]byte, n)
 	for i, c := range counts {
 		switch {
-		case c == 2 && sb.Level > 0:
+		case c == 2 && sb.Level != 0: // mdadm compares the level unsigned
 			out[i] = 'R'
 		case c == 1:
 			out[i] = 'A'

@@ -195,3 +195,32 @@ func fixtureImages(tb testing.TB) []Image {
 	}
 	return out
 }
+
+// WriteFile writes the device to path as a sparse file: 1 MiB chunks that
+// are all zero are skipped. It returns path.
+func WriteFile(tb testing.TB, img Image, path string) string {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(img.Size); err != nil {
+		tb.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	zero := make([]byte, len(buf))
+	for off := int64(0); off < img.Size; off += int64(len(buf)) {
+		n := int(min(int64(len(buf)), img.Size-off))
+		if _, err := img.ReaderAt.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			tb.Fatalf("%s: %v", img.Name, err)
+		}
+		if bytes.Equal(buf[:n], zero[:n]) {
+			continue
+		}
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return path
+}

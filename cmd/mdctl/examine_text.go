@@ -1,0 +1,329 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dsnet/golib/unitconv"
+	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// writeText prints the superblock of rep the way mdadm --examine does
+// (super1.c examine_super1, super0.c examine_super0). Differences: the
+// "(local to host X)" suffix is never printed, times are in UTC, human
+// sizes choose their unit by magnitude (github.com/dsnet/golib/unitconv),
+// and 0.90 device rows do not name the device. Nothing is printed when no
+// superblock was decoded.
+func writeText(w io.Writer, rep *examine.Report) {
+	sb := rep.Superblock()
+	if sb == nil {
+		return
+	}
+	p := &printer{w: w}
+	p.raw("%s:\n", rep.Device)
+	if sb.Version == superblock.Version090 {
+		text090(p, rep, sb)
+	} else {
+		text1(p, rep, sb)
+	}
+}
+
+type printer struct{ w io.Writer }
+
+func (p *printer) raw(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
+
+// line prints "label : value" with the label right-aligned to 15 columns.
+func (p *printer) line(label, format string, args ...any) {
+	fmt.Fprintf(p.w, "%15s : %s\n", label, fmt.Sprintf(format, args...))
+}
+
+func (p *printer) blank() { fmt.Fprintln(p.w) }
+
+// ctime formats t like C's ctime() without the newline, in UTC.
+func ctime(t time.Time) string { return t.UTC().Format("Mon Jan _2 15:04:05 2006") }
+
+// human renders a byte count like mdadm's human_size, " (62.00 MiB 65.01
+// MB)", or "" below 5000 KiB.
+func human(bytes uint64) string {
+	if bytes < 5000*1024 {
+		return ""
+	}
+	v := float64(bytes)
+	return " (" + unit(unitconv.FormatPrefix(v, unitconv.IEC, 2)) + " " + unit(unitconv.FormatPrefix(v, unitconv.SI, 2)) + ")"
+}
+
+// unit turns unitconv's "62.00Mi" into "62.00 MiB".
+func unit(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		return s + " B"
+	}
+	return s[:i] + " " + s[i:] + "B"
+}
+
+// mdadmUUID prints a UUID as mdadm does: four groups of 8 hex digits.
+func mdadmUUID(u uuid.UUID) string {
+	return fmt.Sprintf("%x:%x:%x:%x", u[0:4], u[4:8], u[8:12], u[12:16])
+}
+
+func levelName(l superblock.Level) string {
+	if !l.Known() {
+		return "-unknown-"
+	}
+	return l.String()
+}
+
+func text1(p *printer, rep *examine.Report, sb *superblock.Superblock) {
+	f := sb.Features
+	p.line("Magic", "%08x", superblock.Magic)
+	p.line("Version", "%v", sb.Version)
+	p.line("Feature Map", "0x%x", uint32(f))
+	p.line("Array UUID", "%s", mdadmUUID(sb.SetUUID))
+	p.line("Name", "%s", sb.FullName())
+	if rep.Bitmap != nil && rep.BitmapErr == nil && rep.Bitmap.Nodes > 0 && f&superblock.FeatureBitmapOffset != 0 {
+		p.line("Cluster Name", "%s", strings.TrimRight(string(rep.Bitmap.ClusterName[:]), "\x00"))
+	}
+	p.line("Creation Time", "%s", ctime(sb.Created()))
+	p.line("Raid Level", "%s", levelName(sb.Level))
+	p.line("Raid Devices", "%d", int32(sb.RaidDisks))
+	p.blank()
+	p.line("Avail Dev Size", "%d sectors%s", sb.DataSize, human(sb.DataSize<<9))
+	// mdadm tests __le32_to_cpu(level) > 0, an unsigned comparison, so
+	// linear, multipath and faulty (negative levels) also get here.
+	if sb.Level != 0 {
+		if size, ok := sb.ArraySize(); ok {
+			p.line("Array Size", "%d KiB%s", size>>10, human(size))
+		}
+		if sb.Size != sb.DataSize {
+			p.line("Used Dev Size", "%d sectors%s", sb.Size, human(sb.Size<<9))
+		}
+	}
+	if sb.DataOffset != 0 {
+		p.line("Data Offset", "%d sectors", sb.DataOffset)
+	}
+	if sb.NewOffset != 0 && f&superblock.FeatureNewOffset != 0 {
+		p.line("New Offset", "%d sectors", sb.DataOffset+uint64(int64(sb.NewOffset)))
+	}
+	p.line("Super Offset", "%d sectors", sb.SuperOffset)
+	if f&superblock.FeatureRecoveryOffset != 0 {
+		p.line("Recovery Offset", "%d sectors", sb.RecoveryOffset)
+	}
+	before, after := sb.UnusedSpace(rep.Size, bitmapFor(rep))
+	if after != 1 && f&superblock.FeatureNewOffset == 0 {
+		if after <= math.MaxInt64 {
+			p.line("Unused Space", "before=%d sectors, after=%d sectors", before, after)
+		} else {
+			p.line("Unused Space", "before=%d sectors, after=-%d sectors DEVICE TOO SMALL", before, math.MaxUint64-after)
+		}
+	}
+	truncated := ""
+	if after > math.MaxInt64 {
+		truncated = " TRUNCATED DEVICE"
+	}
+	p.line("State", "%s%s", sb.StateText(), truncated)
+	p.line("Device UUID", "%s", mdadmUUID(sb.DeviceUUID))
+	p.blank()
+	if f&superblock.FeatureBitmapOffset != 0 {
+		p.line("Internal Bitmap", "%d sectors from superblock", sb.BitmapOffset)
+	} else if sb.HasPPL() {
+		p.line("PPL", "%d sectors at offset %d sectors from superblock", sb.PPLSize(), sb.PPLOffset())
+	}
+	if f&superblock.FeatureReshapeActive != 0 {
+		p.line("Reshape pos'n", "%d%s", sb.ReshapePosition/2, human(sb.ReshapePosition<<9))
+		if sb.DeltaDisks != 0 {
+			p.line("Delta Devices", "%d (%d->%d)", sb.DeltaDisks, int32(sb.RaidDisks)-sb.DeltaDisks, int32(sb.RaidDisks))
+		}
+		if sb.NewLevel != sb.Level {
+			p.line("New Level", "%s", levelName(sb.NewLevel))
+		}
+		if sb.NewLayout != sb.Layout {
+			switch sb.Level {
+			case superblock.LevelRAID5, superblock.LevelRAID6, superblock.LevelRAID10:
+				p.line("New Layout", "%s", superblock.LayoutName(sb.Level, sb.NewLayout))
+			}
+		}
+		if sb.NewChunk != sb.ChunkSize {
+			p.line("New Chunksize", "%dK", sb.NewChunk/1024)
+		}
+		p.blank()
+	}
+	if sb.DevFlags != 0 {
+		p.line("Flags", "%s", sb.DevFlags)
+	}
+	p.line("Update Time", "%s", ctime(sb.Updated()))
+	if sb.BBLogSize != 0 && sb.BBLogOffset != 0 {
+		present := ""
+		if f&superblock.FeatureBadBlocks != 0 {
+			present = " - bad blocks present."
+		}
+		p.line("Bad Block Log", "%d entries available at offset %d sectors%s", int(sb.BBLogSize)*512/8, sb.BBLogOffset, present)
+	}
+	checksumLine(p, sb)
+	p.line("Events", "%d", sb.Events)
+	p.blank()
+	layoutAndChunk(p, sb)
+	p.blank()
+	p.raw("%14s : %s\n", "Device Role", sb.RoleText())
+	state, consistent := sb.ArrayState()
+	p.raw("%14s : %s ('A' == active, '.' == missing, 'R' == replacing)\n", "Array State", state)
+	if !consistent {
+		p.raw("WARNING Array state is inconsistent - each number should appear only once\n")
+		var b strings.Builder
+		for d, r := range sb.DevRoles {
+			if r >= superblock.RoleFaulty {
+				fmt.Fprintf(&b, " %d:-", d)
+			} else {
+				fmt.Fprintf(&b, " %d:%d", d, r)
+			}
+		}
+		p.raw("%s\n", b.String())
+	}
+}
+
+// bitmapFor returns the bitmap when it is valid, as mdadm only uses a
+// bitmap whose magic and UUID match.
+func bitmapFor(rep *examine.Report) *superblock.Bitmap {
+	if rep.BitmapErr != nil {
+		return nil
+	}
+	return rep.Bitmap
+}
+
+func checksumLine(p *printer, sb *superblock.Superblock) {
+	if c := sb.ComputedChecksum(); c == sb.Checksum {
+		p.line("Checksum", "%x - correct", sb.Checksum)
+	} else {
+		p.line("Checksum", "%x - expected %x", sb.Checksum, c)
+	}
+}
+
+func layoutAndChunk(p *printer, sb *superblock.Superblock) {
+	if name := sb.LayoutName(); name != "" {
+		p.line("Layout", "%s", name)
+	}
+	switch sb.Level {
+	case superblock.LevelRAID0, superblock.LevelRAID4, superblock.LevelRAID5, superblock.LevelRAID6, superblock.LevelRAID10:
+		p.line("Chunk Size", "%dK", sb.ChunkSize/1024)
+	case superblock.LevelLinear:
+		p.line("Rounding", "%dK", sb.ChunkSize/1024)
+	}
+}
+
+func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
+	p.line("Magic", "%08x", superblock.Magic)
+	p.line("Version", "0.%02d.%02d", sb.MinorVersion, sb.PatchVersion)
+	p.line("UUID", "%s", mdadmUUID(sb.SetUUID))
+	if sb.NotPersistent != 0 {
+		p.line("Eedk", "not persistent")
+	}
+	p.line("Creation Time", "%s", ctime(sb.Created()))
+	p.line("Raid Level", "%s", levelName(sb.Level))
+	if sb.Level > 0 {
+		p.line("Used Dev Size", "%d%s", int32(sb.Size/2), human(sb.Size<<9))
+		if size, ok := sb.ArraySize(); ok {
+			p.line("Array Size", "%d%s", size>>10, human(size))
+		}
+	}
+	p.line("Raid Devices", "%d", int32(sb.RaidDisks))
+	p.line("Total Devices", "%d", int32(sb.NrDisks))
+	p.line("Preferred Minor", "%d", int32(sb.MDMinor))
+	p.blank()
+	deltaExtra := int64(0)
+	if sb.MinorVersion > 90 && sb.ReshapePosition != math.MaxUint64 {
+		p.line("Reshape pos'n", "%d%s", sb.ReshapePosition/2, human(sb.ReshapePosition<<9))
+		if sb.DeltaDisks != 0 {
+			p.line("Delta Devices", "%d (%d->%d)", sb.DeltaDisks, int32(sb.RaidDisks)-sb.DeltaDisks, int32(sb.RaidDisks))
+			if sb.DeltaDisks < 0 {
+				deltaExtra = -int64(sb.DeltaDisks)
+			}
+		}
+		if sb.NewLevel != sb.Level {
+			p.line("New Level", "%s", levelName(sb.NewLevel))
+		}
+		if sb.NewLayout != sb.Layout {
+			switch sb.Level {
+			case superblock.LevelRAID5, superblock.LevelRAID6:
+				p.line("New Layout", "%s", superblock.LayoutName(sb.Level, sb.NewLayout))
+			case superblock.LevelRAID10:
+				kind := "far"
+				if sb.NewLayout&0x10000 != 0 {
+					kind = "offset"
+				}
+				p.line("New Layout", "near=%d, %s=%d", sb.NewLayout&255, kind, sb.NewLayout>>8&255)
+			}
+		}
+		if sb.NewChunk != sb.ChunkSize {
+			p.line("New Chunksize", "%d", sb.NewChunk)
+		}
+		p.blank()
+	}
+	p.line("Update Time", "%s", ctime(sb.Updated()))
+	p.line("State", "%s", sb.StateText())
+	if sb.State&superblock.ArrayBitmapPresent != 0 {
+		p.line("Internal Bitmap", "present")
+	}
+	p.line("Active Devices", "%d", int32(sb.ActiveDisks))
+	p.line("Working Devices", "%d", int32(sb.WorkingDisks))
+	p.line("Failed Devices", "%d", int32(sb.FailedDisks))
+	p.line("Spare Devices", "%d", int32(sb.SpareDisks))
+	checksumLine(p, sb)
+	p.line("Events", "%d", sb.Events)
+	p.blank()
+	layoutAndChunk(p, sb)
+	p.blank()
+	p.raw("      Number   Major   Minor   RaidDevice State\n")
+	rows := int64(int32(sb.RaidDisks)) + deltaExtra + int64(int32(sb.SpareDisks))
+	rows = min(max(rows, 0), superblock.Disks090)
+	for d := int64(-1); d < rows; d++ {
+		dp, name := sb.ThisDisk, "this"
+		if d >= 0 {
+			dp, name = sb.Disks[d], fmt.Sprintf("%4d", d)
+		}
+		p.raw("%4s %5d   %5d    %5d    %5d     ", name, int32(dp.Number), int32(dp.Major), int32(dp.Minor), int32(dp.RaidDisk))
+		p.raw(" %s\n", strings.Join(dp.State.Words(), " "))
+		if d == -1 {
+			p.blank()
+		}
+	}
+}
+
+// writeDiagnostics prints, on stderr, why a device is not OK, the kernel
+// checks it fails, and the other superblocks found on it.
+func writeDiagnostics(w io.Writer, rep *examine.Report) {
+	switch rep.Status {
+	case examine.NoSuperblock:
+		fmt.Fprintf(w, "mdctl: %s: no md superblock detected\n", rep.Device)
+	case examine.Unreadable:
+		fmt.Fprintf(w, "mdctl: %s: cannot read: %v\n", rep.Device, rep.Err)
+	}
+	if rep.Candidate != nil && rep.Candidate.Err != nil && !errors.Is(rep.Candidate.Err, superblock.ErrChecksum) {
+		fmt.Fprintf(w, "mdctl: %s: %v\n", rep.Device, rep.Candidate.Err)
+	}
+	if rep.Candidate != nil && errors.Is(rep.Candidate.Err, superblock.ErrChecksum) {
+		fmt.Fprintf(w, "mdctl: %s: superblock checksum is wrong\n", rep.Device)
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "mdctl: %s: the kernel would refuse this superblock: %v\n", rep.Device, p)
+	}
+	for _, e := range []error{rep.BitmapErr, rep.BadBlocksErr, rep.PPLErr} {
+		if e != nil {
+			fmt.Fprintf(w, "mdctl: %s: warning: %v\n", rep.Device, e)
+		}
+	}
+	if rep.Candidate != nil {
+		for _, c := range rep.Stale() {
+			msg := "valid"
+			if c.Err != nil {
+				msg = c.Err.Error()
+			}
+			fmt.Fprintf(w, "mdctl: %s: note: another %v superblock at byte %d (%s)\n", rep.Device, c.Version, c.Offset, msg)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+// Package examine gathers what `mdctl examine` shows about one member
+// device: the superblocks found on it, the one mdadm would use, and the
+// structures it points to. Rendering is left to the command.
+package examine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// Status classifies a device; a higher value is worse.
+type Status int
+
+// Statuses, in increasing severity. The values are the exit codes of
+// `mdctl examine`.
+const (
+	OK           Status = 0 // a valid superblock
+	Damaged      Status = 1 // a superblock with a bad checksum, a wrong location, or values the kernel refuses
+	NoSuperblock Status = 2 // no md superblock at any location
+	Unreadable   Status = 3 // the device could not be opened or read
+)
+
+// String returns "ok", "damaged", "no-superblock" or "unreadable".
+func (s Status) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Damaged:
+		return "damaged"
+	case NoSuperblock:
+		return "no-superblock"
+	}
+	return "unreadable"
+}
+
+// Report is what was found on one device.
+type Report struct {
+	Device string
+	Size   int64 // bytes
+	Status Status
+	// Err explains a non-OK status: the open/read error, the missing
+	// superblock, or the first problem with the superblock.
+	Err error
+	// Probe is every superblock location with something on it.
+	Probe *superblock.ProbeResult
+	// Candidate is the superblock shown: the one mdadm would use, or,
+	// when none is usable, the first one that decoded. Nil when none.
+	Candidate *superblock.Candidate
+	// Problems are the kernel checks the superblock fails
+	// (superblock.Validate), one error each.
+	Problems []error
+	// Bitmap, BadBlocks and PPL are read when the superblock announces
+	// them; their errors are kept apart and do not change Status.
+	Bitmap       *superblock.Bitmap
+	BitmapErr    error
+	BadBlocks    []superblock.BadBlock
+	BadBlocksErr error
+	PPL          *superblock.PPLHeader
+	PPLErr       error
+}
+
+// Superblock returns the superblock shown, or nil.
+func (r *Report) Superblock() *superblock.Superblock {
+	if r.Candidate == nil {
+		return nil
+	}
+	return r.Candidate.Superblock
+}
+
+// InspectPath opens path (an image file or a block device) read-only and
+// inspects it.
+func InspectPath(path string) *Report {
+	f, err := os.Open(path)
+	if err != nil {
+		return &Report{Device: path, Status: Unreadable, Err: err}
+	}
+	defer f.Close()
+	size, err := DeviceSize(f)
+	if err != nil {
+		return &Report{Device: path, Status: Unreadable, Err: err}
+	}
+	return Inspect(f, size, path)
+}
+
+// DeviceSize returns the size of a regular file or block device: the
+// offset of its end, or BLKGETSIZE64 for a block device that reports 0.
+func DeviceSize(f *os.File) (int64, error) {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("get size of %s: %w", f.Name(), err)
+	}
+	if size == 0 {
+		if s, err := blockDeviceSize(f); err == nil && s > 0 {
+			return s, nil
+		}
+	}
+	return size, nil
+}
+
+// Inspect examines a device of size bytes read through r.
+func Inspect(r io.ReaderAt, size int64, name string) *Report {
+	rep := &Report{Device: name, Size: size}
+	res, err := superblock.Probe(r, size)
+	rep.Probe = res
+	switch {
+	case errors.Is(err, superblock.ErrNoSuperblock), errors.Is(err, superblock.ErrDeviceTooSmall):
+		rep.Status, rep.Err = NoSuperblock, err
+		return rep
+	case err != nil:
+		rep.Status, rep.Err = Unreadable, err
+		return rep
+	}
+	rep.Candidate = res.Best()
+	if rep.Candidate == nil {
+		for i := range res.Candidates {
+			if res.Candidates[i].Superblock != nil {
+				rep.Candidate = &res.Candidates[i]
+				break
+			}
+		}
+	}
+	if rep.Candidate == nil {
+		rep.Status, rep.Err = Unreadable, res.Candidates[0].Err
+		return rep
+	}
+	sb := rep.Candidate.Superblock
+	if rep.Candidate.Err != nil {
+		rep.Status, rep.Err = Damaged, rep.Candidate.Err
+	}
+	if verr := sb.Validate(size); verr != nil {
+		rep.Problems = unjoin(verr)
+		if rep.Status == OK {
+			rep.Status, rep.Err = Damaged, rep.Problems[0]
+		}
+	}
+	if sb.HasBitmap() {
+		rep.Bitmap, rep.BitmapErr = superblock.ReadBitmap(r, sb)
+	}
+	rep.BadBlocks, rep.BadBlocksErr = superblock.ReadBadBlocks(r, sb)
+	if sb.HasPPL() {
+		rep.PPL, rep.PPLErr = superblock.ReadPPL(r, sb)
+	}
+	return rep
+}
+
+// unjoin splits an errors.Join result into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Stale returns the other superblocks found on the device: those that are
+// not the one shown.
+func (r *Report) Stale() []superblock.Candidate {
+	if r.Probe == nil {
+		return nil
+	}
+	var out []superblock.Candidate
+	for _, c := range r.Probe.Candidates {
+		if r.Candidate == nil || c.Offset != r.Candidate.Offset {
+			out = append(out, c)
+		}
+	}
+	return out
+}
