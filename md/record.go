@@ -1,0 +1,254 @@
+package md
+
+// This file holds slot records: what go-mdraid remembers about a healthy
+// array so that a missing member can later be replaced by a blank disk in
+// the same physical port, even after a reboot (see heal.go). The one
+// decision made here is NewRecord's: which arrays are healthy enough to be
+// recorded.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Record is what is remembered about one array while it was fully
+// healthy: its identity, and for each slot the port (by-path identity)
+// and the disk that filled it.
+//
+// mdadm's POLICY action=spare-same-slot keeps the port of a failed member
+// in /run/mdadm/failed-slots, which is lost at reboot and filled in by
+// udev. A Record is written while the array is healthy, so it is there
+// before anything fails, and it lives wherever its Store keeps it.
+type Record struct {
+	// UUID is the array UUID in the canonical form (Array.UUID).
+	UUID string `json:"uuid"`
+	// Name is the array name from the superblock ("boot"); informational.
+	Name string `json:"name,omitempty"`
+	// Metadata is the metadata version ("1.0", "1.2", "0.90").
+	Metadata string `json:"metadata"`
+	// Level is the RAID level as the kernel names it ("raid1").
+	Level string `json:"level"`
+	// RaidDisks is the number of slots; len(Slots) equals it.
+	RaidDisks int `json:"raid_disks"`
+	// ComponentBytes is the size used on each member.
+	ComponentBytes uint64 `json:"component_bytes,omitempty"`
+	// Slots has one entry per slot, in slot order.
+	Slots []SlotRecord `json:"slots"`
+}
+
+// SlotRecord is what filled one slot while the array was healthy.
+type SlotRecord struct {
+	// Slot is the slot number, 0 to RaidDisks-1.
+	Slot int `json:"slot"`
+	// ByPath is the by-path identity of the port the member sat in
+	// (blockdev.PathID, as Member.ByPath): heal looks for a blank disk
+	// there. Empty when the member had none (a virtual device); such a
+	// slot is never healed.
+	ByPath string `json:"by_path,omitempty"`
+	// Device is the member's kernel name when recorded ("vdb");
+	// informational, kernel names are not stable.
+	Device string `json:"device,omitempty"`
+	// Serial and WWN identify the disk where it exposes them.
+	Serial string `json:"serial,omitempty"`
+	WWN    string `json:"wwn,omitempty"`
+	// DeviceUUID is the device UUID from the member's 1.x superblock
+	// (empty for 0.90).
+	DeviceUUID string `json:"device_uuid,omitempty"`
+	// SizeBytes is the size of the member's block device.
+	SizeBytes uint64 `json:"size_bytes,omitempty"`
+	// LastHealthy is when the member was last seen in sync in this slot
+	// of the fully healthy array.
+	LastHealthy time.Time `json:"last_healthy"`
+}
+
+// ErrNotRecordable is matched by the *NotRecordableError that NewRecord
+// returns for an array that is not fully healthy.
+var ErrNotRecordable = errors.New("md: array is not healthy enough to record")
+
+// NotRecordableError says why an array was not recorded.
+type NotRecordableError struct {
+	Array  string // kernel name, "md127"
+	Reason string
+}
+
+// Error returns the array and the reason.
+func (e *NotRecordableError) Error() string {
+	return fmt.Sprintf("md: not recording %s: %s", e.Array, e.Reason)
+}
+
+// Is reports whether target is ErrNotRecordable.
+func (e *NotRecordableError) Is(target error) bool { return target == ErrNotRecordable }
+
+// recordableLevels are the levels heal can act on: those with redundancy.
+var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
+
+// NewRecord makes the record of a fully healthy array, stamping every slot
+// as healthy at now. It is the one place that decides what may be
+// recorded: a running array of a level with redundancy and native
+// metadata, not reshaping, with every slot held by an in-sync member and
+// nothing missing. Otherwise it returns a *NotRecordableError (matching
+// ErrNotRecordable) with the reason.
+func NewRecord(a Array, now time.Time) (Record, error) {
+	refuse := func(format string, args ...any) (Record, error) {
+		return Record{}, &NotRecordableError{Array: a.Device, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case a.UUID == "":
+		return refuse("its UUID is unknown")
+	case !slices.Contains(recordableLevels, a.Level):
+		return refuse("level %q has no redundancy to heal", a.Level)
+	case a.Metadata == "" || a.Metadata == "none" || strings.HasPrefix(a.Metadata, "external:"):
+		return refuse("metadata %q is not native md metadata", a.Metadata)
+	case a.Availability != Online && a.Availability != ReadOnly:
+		return refuse("it is %s", a.Availability)
+	case a.Degraded > 0:
+		return refuse("the kernel counts %d degraded slot(s)", a.Degraded)
+	case a.Activity.Kind == Reshape:
+		return refuse("it is reshaping")
+	case a.RaidDisks <= 0 || len(a.Slots) != a.RaidDisks:
+		return refuse("it reports %d slots for raid_disks %d", len(a.Slots), a.RaidDisks)
+	case len(a.Errors) > 0:
+		return refuse("its status is incomplete: %s", strings.Join(a.Errors, "; "))
+	}
+	now = now.UTC()
+	r := Record{
+		UUID:           a.UUID,
+		Name:           a.Name,
+		Metadata:       a.Metadata,
+		Level:          a.Level,
+		RaidDisks:      a.RaidDisks,
+		ComponentBytes: a.ComponentBytes,
+		Slots:          make([]SlotRecord, 0, a.RaidDisks),
+	}
+	for i, s := range a.Slots {
+		if s.Slot != i || s.State != SlotActive || s.Member == nil {
+			return refuse("slot %d is %s", i, s.State)
+		}
+		m := s.Member
+		if m.Error != "" {
+			return refuse("member %s of slot %d: %s", m.Device, i, m.Error)
+		}
+		r.Slots = append(r.Slots, SlotRecord{
+			Slot:        i,
+			ByPath:      m.ByPath,
+			Device:      m.Device,
+			Serial:      m.Serial,
+			WWN:         m.WWN,
+			DeviceUUID:  m.DeviceUUID,
+			SizeBytes:   m.SizeBytes,
+			LastHealthy: now,
+		})
+	}
+	return r, nil
+}
+
+// SameSlots reports whether r and o record the same array with the same
+// disks in the same ports, ignoring the LastHealthy times.
+func (r Record) SameSlots(o Record) bool {
+	if r.UUID != o.UUID || r.Name != o.Name || r.Metadata != o.Metadata || r.Level != o.Level ||
+		r.RaidDisks != o.RaidDisks || r.ComponentBytes != o.ComponentBytes || len(r.Slots) != len(o.Slots) {
+		return false
+	}
+	for i := range r.Slots {
+		a, b := r.Slots[i], o.Slots[i]
+		a.LastHealthy, b.LastHealthy = time.Time{}, time.Time{}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// validate checks a record read from a store: every field heal relies on
+// must be present and consistent.
+func (r Record) validate() error {
+	u, err := uuid.Parse(r.UUID)
+	switch {
+	case err != nil:
+		return fmt.Errorf("uuid %q: %w", r.UUID, err)
+	case u.String() != r.UUID:
+		return fmt.Errorf("uuid %q is not in canonical form", r.UUID)
+	case !slices.Contains(recordableLevels, r.Level):
+		return fmt.Errorf("array %s: level %q cannot be recorded", r.UUID, r.Level)
+	case r.Metadata == "":
+		return fmt.Errorf("array %s: no metadata version", r.UUID)
+	case r.RaidDisks <= 0 || r.RaidDisks > maxRecordSlots:
+		return fmt.Errorf("array %s: raid_disks %d out of range", r.UUID, r.RaidDisks)
+	case len(r.Slots) != r.RaidDisks:
+		return fmt.Errorf("array %s: %d slot records for raid_disks %d", r.UUID, len(r.Slots), r.RaidDisks)
+	}
+	for i, s := range r.Slots {
+		switch {
+		case s.Slot != i:
+			return fmt.Errorf("array %s: slot record %d says slot %d", r.UUID, i, s.Slot)
+		case s.LastHealthy.IsZero():
+			return fmt.Errorf("array %s: slot %d has no last_healthy time", r.UUID, i)
+		case strings.ContainsAny(s.ByPath, "/\x00 \n"):
+			return fmt.Errorf("array %s: slot %d: invalid by_path %q", r.UUID, i, s.ByPath)
+		}
+		if s.DeviceUUID != "" {
+			if _, err := uuid.Parse(s.DeviceUUID); err != nil {
+				return fmt.Errorf("array %s: slot %d: device_uuid %q: %w", r.UUID, i, s.DeviceUUID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// maxRecordSlots bounds raid_disks in a record: the kernel's limit for
+// 1.x metadata (max_disks in md.c).
+const maxRecordSlots = 1920
+
+// Records is the content of a Store: one Record per array, sorted by UUID.
+type Records struct {
+	Arrays []Record `json:"arrays"`
+}
+
+// Find returns the record of the array with the given UUID.
+func (rs *Records) Find(uuid string) (Record, bool) {
+	if rs == nil {
+		return Record{}, false
+	}
+	for _, r := range rs.Arrays {
+		if r.UUID == uuid {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+// Put adds r, replacing any record of the same array, and keeps the list
+// sorted. It reports whether the ports or disks changed (a new array, or
+// SameSlots false); a refresh of the LastHealthy times alone is not a
+// change.
+func (rs *Records) Put(r Record) (changed bool) {
+	for i, old := range rs.Arrays {
+		if old.UUID == r.UUID {
+			rs.Arrays[i] = r
+			return !old.SameSlots(r)
+		}
+	}
+	rs.Arrays = append(rs.Arrays, r)
+	slices.SortFunc(rs.Arrays, func(a, b Record) int { return strings.Compare(a.UUID, b.UUID) })
+	return true
+}
+
+// validate checks every record and that no array is recorded twice.
+func (rs *Records) validate() error {
+	seen := map[string]bool{}
+	for _, r := range rs.Arrays {
+		if err := r.validate(); err != nil {
+			return err
+		}
+		if seen[r.UUID] {
+			return fmt.Errorf("array %s is recorded twice", r.UUID)
+		}
+		seen[r.UUID] = true
+	}
+	return nil
+}
