@@ -442,7 +442,7 @@ func capture(dir string, c genCase, g *gen) error {
 			return fmt.Errorf("no disk %s", cd.name)
 		}
 		info.Members = append(info.Members, fixture.InfoMember{Name: d.Name, ByPath: d.ByPath, Serial: d.Serial, Size: d.Size, Role: cd.role})
-		if err := flush(d.Path); err != nil {
+		if err := guest.FlushBuffers(d.Path); err != nil {
 			return err
 		}
 		files[d.Name+".examine.txt"] = output("mdadm --examine " + d.Path)
@@ -459,21 +459,6 @@ func capture(dir string, c genCase, g *gen) error {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// flush drops the device's page cache (BLKFLSBUF): md writes superblocks
-// with bios that bypass it, so cached pages from an earlier read may be
-// stale.
-func flush(dev string) error {
-	f, err := os.Open(dev)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0); err != nil {
-		return fmt.Errorf("BLKFLSBUF %s: %w", dev, err)
 	}
 	return nil
 }

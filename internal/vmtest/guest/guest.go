@@ -72,9 +72,14 @@ type Disk struct {
 	Size   int64  // bytes
 }
 
-// Open opens the disk read-only; the file is closed when the test ends.
+// Open opens the disk read-only, for use as an io.ReaderAt of d.Size
+// bytes; the file is closed when the test ends. It first drops the
+// device's page cache (FlushBuffers), so reads see what md last wrote.
 func (d Disk) Open(t testing.TB) *os.File {
 	t.Helper()
+	if err := FlushBuffers(d.Path); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(d.Path)
 	if err != nil {
 		t.Fatal(err)
