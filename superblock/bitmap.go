@@ -35,7 +35,6 @@ const (
 	offBitmapNodes        = 68
 	offBitmapClusterName  = 72
 	offBitmapPad          = 136
-	bitmapHeaderRoundUp   = 4096
 	bitmapOffsetAfter090  = Size090
 	maxBitmapDeviceSector = 1 << 54
 )

@@ -77,6 +77,7 @@ type FormatError struct {
 
 var _ error = (*FormatError)(nil)
 
+// Error describes the field, its value and the sentinel's message.
 func (e *FormatError) Error() string {
 	msg := "<nil>"
 	if e.Err != nil {
@@ -107,6 +108,7 @@ type ChecksumError struct {
 
 var _ error = (*ChecksumError)(nil)
 
+// Error reports the stored and computed checksums.
 func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("superblock: checksum mismatch: stored %#08x, computed %#08x", e.Stored, e.Computed)
 }

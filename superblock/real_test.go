@@ -167,3 +167,46 @@ func TestRealProbeChoice(t *testing.T) {
 		})
 	}
 }
+
+// TestRealStructures reads the bitmap, bad-block log and PPL of every real
+// superblock that announces them: they must decode and belong to the
+// array.
+func TestRealStructures(t *testing.T) {
+	for _, rs := range realSuperblocks(t) {
+		sb := rs.cand.Superblock
+		t.Run(rs.name, func(t *testing.T) {
+			c := qt.New(t)
+			r := rs.image.ReaderAt
+			if sb.HasBitmap() {
+				bm, err := ReadBitmap(r, sb)
+				c.Assert(err, qt.IsNil)
+				c.Check(bm.Validate(sb), qt.IsNil)
+				c.Check(bm.SyncSize >= sb.Size, qt.IsTrue)
+				enc, err := bm.MarshalBinary()
+				c.Assert(err, qt.IsNil)
+				c.Check(enc, qt.DeepEquals, readBlock(t, rs.image, mustBitmapLocation(t, sb))[:BitmapSize])
+			}
+			bbs, err := ReadBadBlocks(r, sb)
+			c.Assert(err, qt.IsNil)
+			if sb.Features&FeatureBadBlocks != 0 {
+				c.Check(len(bbs) > 0, qt.IsTrue)
+				for _, bb := range bbs {
+					c.Check(bb.Length > 0 && bb.Sector+bb.Length <= uint64(rs.image.Size)/512, qt.IsTrue, qt.Commentf("%+v", bb))
+				}
+			}
+			if sb.HasPPL() {
+				_, err := ReadPPL(r, sb)
+				c.Check(err, qt.IsNil)
+			}
+		})
+	}
+}
+
+func mustBitmapLocation(t *testing.T, sb *Superblock) int64 {
+	t.Helper()
+	off, err := BitmapLocation(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}

@@ -22,6 +22,7 @@ type exitError struct {
 	msg  string
 }
 
+// Error returns the message kong prints.
 func (e *exitError) Error() string { return e.msg }
 
 // ExitCode implements kong.ExitCoder.
