@@ -1,9 +1,7 @@
 package blockdev
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -211,16 +209,4 @@ func (t tree) uevent(dir string) map[string]string {
 
 // readRaw reads an attribute with one read of up to a page, as sysfs
 // attributes are meant to be read (see package sysfs).
-func readRaw(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, os.Getpagesize())
-	n, err := f.Read(buf)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return buf[:n], nil
-}
+func readRaw(p string) ([]byte, error) { return sysfs.ReadFile(p) }

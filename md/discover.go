@@ -29,11 +29,12 @@ func (m *Manager) Discover(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("md: listing arrays: %w", err)
 	}
 	r := &Report{Version: SchemaVersion, Time: time.Now().UTC(), Arrays: []Array{}}
+	fsys := m.fs.WithCache() // one pass: links do not change under us
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.Arrays = append(r.Arrays, m.status(name))
+		r.Arrays = append(r.Arrays, m.status(fsys, name))
 	}
 	sort.Slice(r.Arrays, func(i, j int) bool { return lessDevice(r.Arrays[i].Device, r.Arrays[j].Device) })
 	return r, nil
@@ -59,7 +60,7 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 	if err != nil {
 		return Array{}, err
 	}
-	return m.status(kname), nil
+	return m.status(m.fs.WithCache(), kname), nil
 }
 
 // Resolve turns an array name as a user would type it into the kernel
@@ -78,8 +79,9 @@ func (m *Manager) Resolve(name string) (string, error) {
 		}
 	}
 	short := strings.TrimPrefix(base, "md/")
+	fsys := m.fs.WithCache()
 	for _, a := range arrays {
-		st := m.status(a)
+		st := m.status(fsys, a)
 		if st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) {
 			return a, nil
 		}
@@ -130,9 +132,14 @@ func optional(err error) error {
 	return err
 }
 
-func (m *Manager) read(name string) *snapshot {
+// read takes a snapshot of the array name.
+func (m *Manager) read(name string) *snapshot { return m.readFS(m.fs.WithCache(), name) }
+
+// readFS takes a snapshot through fsys, which may carry a cache shared by
+// the snapshots of one pass.
+func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	s := &snapshot{name: name}
-	a, err := m.fs.Array(name)
+	a, err := fsys.Array(name)
 	if err != nil {
 		s.note("array", err)
 		return s
@@ -184,12 +191,12 @@ func (m *Manager) read(name string) *snapshot {
 	members, err := a.Members()
 	s.note("members", err)
 	for _, mem := range members {
-		s.members = append(s.members, m.readMember(mem, s.metadata))
+		s.members = append(s.members, m.readMember(fsys, mem, s.metadata))
 	}
 	return s
 }
 
-func (m *Manager) readMember(mem sysfs.Member, mv sysfs.MetadataVersion) memberSnap {
+func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, mv sysfs.MetadataVersion) memberSnap {
 	ms := memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
 	var errs []string
 	note := func(what string, err error) {
@@ -238,7 +245,7 @@ func (m *Manager) readMember(mem sysfs.Member, mv sysfs.MetadataVersion) memberS
 	}
 	ms.Device = kname
 	ms.Path = path.Join(m.devRoot, kname)
-	if d, err := blockdev.Lookup(m.fs, m.devRoot, kname); err == nil {
+	if d, err := blockdev.Lookup(fsys, m.devRoot, kname); err == nil {
 		ms.Path = d.Node
 		ms.DevNum = d.Dev.String()
 		ms.SizeBytes = d.Size
@@ -246,7 +253,7 @@ func (m *Manager) readMember(mem sysfs.Member, mv sysfs.MetadataVersion) memberS
 	} else {
 		note("device", err)
 	}
-	if p, err := blockdev.PathID(m.fs, kname); err == nil {
+	if p, err := blockdev.PathID(fsys, kname); err == nil {
 		ms.ByPath = p
 	} else {
 		var pe *blockdev.PathIDError

@@ -7,8 +7,8 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-func (m *Manager) status(name string) Array {
-	return build(m.read(name), m.devRoot)
+func (m *Manager) status(fsys sysfs.FS, name string) Array {
+	return build(m.readFS(fsys, name), m.devRoot)
 }
 
 // build turns a snapshot into the reported model. All health decisions

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +21,8 @@ type FS struct {
 	// hostOrder is the byte order of the kernel whose sysfs this is. It
 	// only matters for the 0.90 UUID rule (see [CanonicalUUID]).
 	hostOrder binary.ByteOrder
+	// cache, when set by WithCache, remembers resolved paths.
+	cache *resolveCache
 }
 
 // NewFS returns an FS for the sysfs tree at root, which must be a
@@ -109,17 +110,23 @@ var pageSize = os.Getpagesize()
 // which would make a read-until-EOF loop spin. A missing attribute
 // returns the *fs.PathError from open, which matches fs.ErrNotExist.
 func readAttr(p string) (string, error) {
-	f, err := os.Open(p)
+	b, err := ReadFile(p)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadFile reads a sysfs attribute at path p with one read of up to a
+// page, as sysfs attributes are meant to be read (their reported sizes are
+// meaningless). Errors are *fs.PathError values wrapping the errno.
+func ReadFile(p string) ([]byte, error) {
 	buf := make([]byte, pageSize)
-	n, err := f.Read(buf)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+	n, err := readRaw(p, buf)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSpace(string(buf[:n])), nil
+	return buf[:n], nil
 }
 
 // writeAttr writes val to an attribute with a single write.
@@ -150,30 +157,6 @@ func readLinkBase(p string) (string, error) {
 		return "", err
 	}
 	return filepath.Base(t), nil
-}
-
-// Rel resolves every link in the path p (an absolute path inside the
-// tree, as built by [FS.Path]) and returns the result relative to the
-// root, with '/' separators, such as
-// "devices/pci0000:00/0000:00:10.0/virtio2/block/vdb".
-func (fsys FS) Rel(p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	root, err := filepath.EvalSymlinks(fsys.root)
-	if err != nil {
-		return "", err
-	}
-	r, err := filepath.Rel(root, real)
-	if err != nil {
-		return "", err
-	}
-	r = filepath.ToSlash(r)
-	if r == ".." || strings.HasPrefix(r, "../") {
-		return "", fmt.Errorf("sysfs: %s resolves outside %s", p, fsys.root)
-	}
-	return r, nil
 }
 
 // validName reports whether name can be one element of a path.

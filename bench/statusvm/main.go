@@ -1,0 +1,253 @@
+// Command statusvm compares `mdctl status` with `mdadm --detail --scan
+// --verbose` on eight real arrays in the VM rig, in one run: mean wall time
+// per call and peak RSS of each. It also captures the eight-array system
+// into testdata/bench/eight-arrays for the Discover benchmark.
+//
+//	go run ./bench/statusvm [-n 50] [-capture]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/go-mdraid/mdraid/internal/vmtest"
+)
+
+const arrays = 8
+
+func main() {
+	guest := flag.Bool("guest", false, "run inside the VM")
+	n := flag.Int("n", 50, "calls of each command")
+	capture := flag.Bool("capture", false, "write testdata/bench/eight-arrays")
+	out := flag.String("out", "", "capture directory in the guest")
+	flag.Parse()
+	var err error
+	if *guest {
+		err = runGuest(*n, *out)
+	} else {
+		err = runHost(*n, *capture)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "statusvm:", err)
+		os.Exit(1)
+	}
+}
+
+func runHost(n int, capture bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rig, err := vmtest.NewRig()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "statusvm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	self, mdctl := filepath.Join(work, "statusvm"), filepath.Join(work, "mdctl")
+	if err := vmtest.BuildProgram(ctx, rig.Root, "./bench/statusvm", self); err != nil {
+		return err
+	}
+	if err := vmtest.BuildProgram(ctx, rig.Root, "./cmd/mdctl", mdctl); err != nil {
+		return err
+	}
+	disks, err := vmtest.ScratchDisks(work, 2*arrays, 64<<20)
+	if err != nil {
+		return err
+	}
+	share := filepath.Join(work, "out")
+	if err := os.Mkdir(share, 0o755); err != nil {
+		return err
+	}
+	args := []string{"/vmtest/bin/statusvm", "-guest", "-n", fmt.Sprint(n)}
+	if capture {
+		args = append(args, "-out", "/out")
+	}
+	_, err = rig.Run(ctx, vmtest.Config{
+		Cmd:     args,
+		Files:   map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl},
+		Disks:   disks,
+		Shares:  []vmtest.Share{{Tag: "out", HostDir: share, GuestDir: "/out"}},
+		Timeout: 10 * time.Minute,
+		Console: func(line string) { fmt.Println("guest:", line) },
+	})
+	if err != nil {
+		return err
+	}
+	if !capture {
+		return nil
+	}
+	dst := filepath.Join(rig.Root, "testdata", "bench", "eight-arrays")
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(share, "eight-arrays"), dst); err != nil {
+		return err
+	}
+	fmt.Println("statusvm: wrote", dst)
+	return nil
+}
+
+func sh(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// measure runs a command n times and returns the mean wall time and the
+// largest peak RSS (KiB) of any call.
+func measure(n int, name string, args ...string) (time.Duration, int64, error) {
+	var total time.Duration
+	var rss int64
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(name, args...)
+		start := time.Now()
+		err := cmd.Run()
+		total += time.Since(start)
+		// mdctl status exits 1 for a degraded array; none is degraded
+		// here, so any failure is real.
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %v", name, err)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
+			rss = ru.Maxrss
+		}
+	}
+	return total / time.Duration(n), rss, nil
+}
+
+func runGuest(n int, out string) error {
+	// Eight RAID1 arrays over sixteen disks, in the metadata versions
+	// mdadm offers, all clean.
+	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
+	for i := 0; i < arrays; i++ {
+		a, b := fmt.Sprintf("/dev/vd%c", 'a'+2*i), fmt.Sprintf("/dev/vd%c", 'a'+2*i+1)
+		args := []string{"--create", fmt.Sprintf("/dev/md%d", i), "--run", "--assume-clean",
+			"--level=1", "--raid-devices=2", "--metadata=" + metas[i], a, b}
+		if metas[i] != "0.90" {
+			args = append(args, fmt.Sprintf("--name=a%d", i))
+		}
+		if i == 4 {
+			args = append(args, "--bitmap=internal")
+		}
+		if o, err := sh("mdadm", args...); err != nil {
+			return fmt.Errorf("%v: %s", err, o)
+		}
+	}
+	if o, err := sh("mdctl", "status"); err != nil {
+		return fmt.Errorf("%v: %s", err, o)
+	} else {
+		fmt.Print(o)
+	}
+	// Warm up once, then measure the commands in turn, round after round,
+	// so that a change in background load hits all of them alike.
+	type job struct {
+		label string
+		args  []string
+		total time.Duration
+		rss   int64
+	}
+	jobs := []*job{
+		{label: "mdadm --detail --scan --verbose", args: []string{"mdadm", "--detail", "--scan", "--verbose"}},
+		{label: "mdctl status", args: []string{"mdctl", "status"}},
+		{label: "mdctl status --json", args: []string{"mdctl", "status", "--json"}},
+		{label: "mdadm --version (start-up only)", args: []string{"mdadm", "--version"}},
+		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
+	}
+	for _, j := range jobs {
+		if _, _, err := measure(1, j.args[0], j.args[1:]...); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		for _, j := range jobs {
+			t, rss, err := measure(1, j.args[0], j.args[1:]...)
+			if err != nil {
+				return err
+			}
+			j.total += t
+			j.rss = max(j.rss, rss)
+		}
+	}
+	uname, _ := sh("uname", "-r")
+	ver, _ := sh("mdadm", "--version")
+	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
+	fmt.Printf("RESULT %d arrays, %d calls each, 2 vCPU TCG guest\n", arrays, n)
+	base := jobs[0].total
+	for _, j := range jobs {
+		fmt.Printf("RESULT %-34s %9v per call, peak RSS %5.1f MB, time ratio to mdadm --detail %.2f\n",
+			j.label+":", (j.total / time.Duration(n)).Round(10*time.Microsecond), float64(j.rss)/1024, float64(j.total)/float64(base))
+	}
+	if out == "" {
+		return nil
+	}
+	return captureSystem(filepath.Join(out, "eight-arrays"))
+}
+
+// captureSystem writes one sysfs manifest for all arrays and the regions
+// of every member, in the layout of a testdata/fixtures case.
+func captureSystem(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	c := sysfstree.NewCapturer("/sys")
+	members := map[string]bool{}
+	for i := 0; i < arrays; i++ {
+		name := fmt.Sprintf("md%d", i)
+		if err := c.Array(name); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(filepath.Join("/sys/block", name, "md"))
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if m, ok := strings.CutPrefix(e.Name(), "dev-"); ok {
+				members[m] = true
+			}
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "sysfs.txt"))
+	if err != nil {
+		return err
+	}
+	if err := sysfstree.Write(f, c.Entries()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	var names []string
+	for m := range members {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		if err := fixture.CaptureRegions(filepath.Join(dir, m+".regions.gz"), "/dev/"+m); err != nil {
+			return err
+		}
+	}
+	detail, err := sh("mdadm", "--detail", "--scan", "--verbose")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "detail-scan.txt"), []byte(detail), 0o644)
+}

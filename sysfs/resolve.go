@@ -1,0 +1,113 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// maxLinks bounds the links followed in one resolution, as the kernel's
+// own limit of 40 does.
+const maxLinks = 40
+
+// resolveCache remembers, for one pass over the tree, where each path
+// resolved to. sysfs paths share long prefixes (devices/pci0000:00/...),
+// so a pass that describes many devices saves most of its lstat calls.
+type resolveCache struct {
+	mu sync.Mutex
+	m  map[string]string // clean absolute path -> resolved absolute path
+}
+
+// WithCache returns a copy of fs that remembers resolved links and
+// directories. Use it for one pass over a tree that does not change during
+// the pass (one status report); links change when devices come and go, so
+// do not keep it.
+func (fsys FS) WithCache() FS {
+	fsys.cache = &resolveCache{m: make(map[string]string)}
+	return fsys
+}
+
+// resolve returns the path p with every link resolved, like
+// filepath.EvalSymlinks, using and filling the cache when there is one.
+func (fsys FS) resolve(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	links := 0
+	return fsys.resolveAbs(p, &links)
+}
+
+func (fsys FS) resolveAbs(p string, links *int) (string, error) {
+	if p == "/" {
+		return p, nil
+	}
+	if c := fsys.cache; c != nil {
+		c.mu.Lock()
+		r, ok := c.m[p]
+		c.mu.Unlock()
+		if ok {
+			return r, nil
+		}
+	}
+	parent, err := fsys.resolveAbs(filepath.Dir(p), links)
+	if err != nil {
+		return "", err
+	}
+	cand := filepath.Join(parent, filepath.Base(p))
+	fi, err := os.Lstat(cand)
+	if err != nil {
+		return "", err
+	}
+	r := cand
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if *links++; *links > maxLinks {
+			return "", &fs.PathError{Op: "resolve", Path: p, Err: errors.New("too many links")}
+		}
+		t, err := os.Readlink(cand)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(t) {
+			// parent is fully resolved, so ".." in the target is
+			// lexical from here.
+			t = filepath.Join(parent, t)
+		}
+		if r, err = fsys.resolveAbs(filepath.Clean(t), links); err != nil {
+			return "", err
+		}
+	}
+	if c := fsys.cache; c != nil {
+		c.mu.Lock()
+		c.m[p] = r
+		c.mu.Unlock()
+	}
+	return r, nil
+}
+
+// Rel resolves every link in p, which must be below the root, and returns
+// the result relative to the root with '/' separators. It fails if the
+// result lies outside the root.
+func (fsys FS) Rel(p string) (string, error) {
+	real, err := fsys.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	root, err := fsys.resolve(fsys.root)
+	if err != nil {
+		return "", err
+	}
+	r, err := filepath.Rel(root, real)
+	if err != nil {
+		return "", err
+	}
+	r = filepath.ToSlash(r)
+	if r == ".." || strings.HasPrefix(r, "../") {
+		return "", fmt.Errorf("sysfs: %s resolves outside %s", p, fsys.root)
+	}
+	return r, nil
+}
