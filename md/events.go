@@ -1,0 +1,384 @@
+package md
+
+// This file holds the events Watch reports and the one function that
+// derives them from two successive snapshots (diff). Every decision about
+// what counts as an event lives in diff and its helpers.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// EventType names an event. Where mdadm --monitor has an event for the same
+// thing, the name is mdadm's (mdmonitor.c events_map).
+type EventType string
+
+// Event types. mdadm's names first, then go-mdraid's own.
+const (
+	// NewArray: an array appeared after the watch started.
+	NewArray EventType = "NewArray"
+	// DegradedArray: an array is degraded and was not before (or is
+	// degraded when first seen).
+	DegradedArray EventType = "DegradedArray"
+	// Fail: a member that was in sync is not any more (faulty, or gone).
+	Fail EventType = "Fail"
+	// FailSpare: a spare, or a member being rebuilt, became faulty.
+	FailSpare EventType = "FailSpare"
+	// SpareActive: a member that was not in sync now is (a rebuild into
+	// it finished).
+	SpareActive EventType = "SpareActive"
+	// RebuildStarted: a resync, recovery, check, repair or reshape started
+	// (Event.Action says which).
+	RebuildStarted EventType = "RebuildStarted"
+	// Rebuild20, Rebuild40, Rebuild60 and Rebuild80: the sync passed that
+	// percentage (only the highest step passed since the last event is
+	// reported, as mdadm does).
+	Rebuild20 EventType = "Rebuild20"
+	Rebuild40 EventType = "Rebuild40"
+	Rebuild60 EventType = "Rebuild60"
+	Rebuild80 EventType = "Rebuild80"
+	// RebuildFinished: the sync ended (finished or interrupted).
+	RebuildFinished EventType = "RebuildFinished"
+	// DeviceDisappeared: an array went away (stopped).
+	DeviceDisappeared EventType = "DeviceDisappeared"
+	// SparesMissing: an array has fewer spares than WatchOptions.Spares
+	// expects for it.
+	SparesMissing EventType = "SparesMissing"
+
+	// MemberAdded: a device was bound to an array.
+	MemberAdded EventType = "MemberAdded"
+	// MemberRemoved: a device was unbound from an array.
+	MemberRemoved EventType = "MemberRemoved"
+	// SlotRecorded: the record of a healthy array was written to the store
+	// because it is new or its disks or ports changed.
+	SlotRecorded EventType = "SlotRecorded"
+	// HealStarted: heal added a blank disk to a missing slot (Event.Member
+	// is the disk); recovery follows.
+	HealStarted EventType = "HealStarted"
+	// HealRefused: heal found a reason not to fill a missing slot
+	// (Event.Reason). It is reported once per slot and reason.
+	HealRefused EventType = "HealRefused"
+	// HealFailed: heal tried to fill a slot and the kernel or the disk
+	// refused (Event.Reason).
+	HealFailed EventType = "HealFailed"
+)
+
+// rebuildSteps are the Rebuild events by step of 20%.
+var rebuildSteps = map[int]EventType{20: Rebuild20, 40: Rebuild40, 60: Rebuild60, 80: Rebuild80}
+
+// Event is one change Watch reports. Its JSON form, one object per line
+// from mdctl watch --json, is:
+//
+//	{
+//	  "event":       EventType, always
+//	  "time":        RFC 3339 time the change was seen, always
+//	  "array":       kernel name ("md127"), always
+//	  "array_path":  device node ("/dev/md127"), always
+//	  "uuid":        array UUID, when known
+//	  "name":        array name from the superblock ("boot"), when set
+//	  "member":      kernel name of the member ("vdb"), for member events
+//	  "member_path": its device node ("/dev/vdb")
+//	  "slot":        slot number, when the event concerns a slot
+//	  "by_path":     by-path identity of the member or recorded port
+//	  "action":      sync action, for Rebuild* events ("recover")
+//	  "percent":     progress, for Rebuild20..80 (the step) and
+//	                 RebuildStarted (where it started)
+//	  "spares":      spares present, for SparesMissing
+//	  "expected":    spares expected, for SparesMissing
+//	  "reason":      why, for HealRefused and HealFailed
+//	}
+//
+// Fields that do not apply are left out. New fields may be added; the
+// meaning of existing ones does not change.
+type Event struct {
+	Type       EventType `json:"event"`
+	Time       time.Time `json:"time"`
+	Array      string    `json:"array"`
+	ArrayPath  string    `json:"array_path"`
+	UUID       string    `json:"uuid,omitempty"`
+	Name       string    `json:"name,omitempty"`
+	Member     string    `json:"member,omitempty"`
+	MemberPath string    `json:"member_path,omitempty"`
+	Slot       *int      `json:"slot,omitempty"`
+	ByPath     string    `json:"by_path,omitempty"`
+	Action     string    `json:"action,omitempty"`
+	Percent    *int      `json:"percent,omitempty"`
+	Spares     *int      `json:"spares,omitempty"`
+	Expected   *int      `json:"expected,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+}
+
+// String returns a one-line description, as mdctl watch prints it.
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %s", e.Type, e.ArrayPath)
+	if e.MemberPath != "" {
+		s += " " + e.MemberPath
+	}
+	if e.Slot != nil {
+		s += " slot " + strconv.Itoa(*e.Slot)
+	}
+	if e.ByPath != "" {
+		s += " (" + e.ByPath + ")"
+	}
+	if e.Action != "" {
+		s += " " + e.Action
+	}
+	if e.Percent != nil && e.Type == RebuildStarted {
+		s += fmt.Sprintf(" at %d%%", *e.Percent)
+	}
+	if e.Expected != nil && e.Spares != nil {
+		s += fmt.Sprintf(" %d of %d spares", *e.Spares, *e.Expected)
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Env returns the event as environment variables for a program run per
+// event (mdctl watch --exec): MDRAID_EVENT, MDRAID_ARRAY (the device
+// node), MDRAID_ARRAY_NAME, MDRAID_UUID, MDRAID_MEMBER (the member's device
+// node), MDRAID_SLOT, MDRAID_BY_PATH, MDRAID_ACTION, MDRAID_PERCENT,
+// MDRAID_SPARES, MDRAID_EXPECTED, MDRAID_REASON and MDRAID_TIME. Variables
+// that do not apply are left out.
+func (e Event) Env() []string {
+	env := []string{
+		"MDRAID_EVENT=" + string(e.Type),
+		"MDRAID_ARRAY=" + e.ArrayPath,
+		"MDRAID_TIME=" + e.Time.Format(time.RFC3339Nano),
+	}
+	add := func(k, v string) {
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	itoa := func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.Itoa(*p)
+	}
+	add("MDRAID_ARRAY_NAME", e.Name)
+	add("MDRAID_UUID", e.UUID)
+	add("MDRAID_MEMBER", e.MemberPath)
+	add("MDRAID_SLOT", itoa(e.Slot))
+	add("MDRAID_BY_PATH", e.ByPath)
+	add("MDRAID_ACTION", e.Action)
+	add("MDRAID_PERCENT", itoa(e.Percent))
+	add("MDRAID_SPARES", itoa(e.Spares))
+	add("MDRAID_EXPECTED", itoa(e.Expected))
+	add("MDRAID_REASON", e.Reason)
+	return env
+}
+
+// Args returns the arguments mdadm --monitor --program passes: the event
+// name, the array's device node and, for member events, the member's.
+func (e Event) Args() []string {
+	args := []string{string(e.Type), e.ArrayPath}
+	if e.MemberPath != "" {
+		args = append(args, e.MemberPath)
+	}
+	return args
+}
+
+func intp(v int) *int { return &v }
+
+// arrayEvent starts an event about a.
+func arrayEvent(t EventType, a *Array, now time.Time) Event {
+	return Event{Type: t, Time: now, Array: a.Device, ArrayPath: a.Path, UUID: a.UUID, Name: a.Name}
+}
+
+// memberEvent starts an event about member m of a.
+func memberEvent(t EventType, a *Array, m *Member, now time.Time) Event {
+	e := arrayEvent(t, a, now)
+	e.Member, e.MemberPath, e.ByPath = m.Device, m.Path, m.ByPath
+	if m.Slot >= 0 {
+		e.Slot = intp(m.Slot)
+	}
+	return e
+}
+
+// present reports whether a counts as an existing array: a device whose
+// array was stopped lingers with array_state "clear" for a moment.
+func present(a *Array) bool { return a.State != "clear" }
+
+// members lists every device bound to a: slot holders, replacements,
+// spares and faulty members.
+func members(a *Array) []*Member {
+	var ms []*Member
+	for i := range a.Slots {
+		if m := a.Slots[i].Member; m != nil {
+			ms = append(ms, m)
+		}
+		if m := a.Slots[i].Replacement; m != nil {
+			ms = append(ms, m)
+		}
+	}
+	for i := range a.Spares {
+		ms = append(ms, &a.Spares[i])
+	}
+	for i := range a.Faulty {
+		ms = append(ms, &a.Faulty[i])
+	}
+	return ms
+}
+
+// inSync and faulty read a member's kernel flags.
+func inSync(m *Member) bool { return slices.Contains(m.Flags, "in_sync") }
+func faulty(m *Member) bool { return slices.Contains(m.Flags, "faulty") }
+
+// syncing reports whether a sync thread works on a, and its percentage.
+func syncing(a *Array) (bool, int) {
+	switch a.Activity.Kind {
+	case Resync, Recover, Check, Repair, Reshape:
+		return true, int(a.Activity.Percent)
+	}
+	return false, 0
+}
+
+// idleSpares counts spares that wait for a slot.
+func idleSpares(a *Array) int { return len(a.Spares) }
+
+// diff derives the events between two snapshots. prev is nil for the
+// first snapshot of a watch: then only the state worth reporting at
+// start-up is reported (degraded arrays, missing spares), as mdadm
+// --monitor does. spares maps an array UUID to the number of spares it
+// should have (mdadm.conf's spares=); arrays not in it are not checked.
+// Events come out in array order, and for each array in this order:
+// NewArray, member events (Fail, FailSpare, SpareActive, MemberAdded,
+// MemberRemoved), DegradedArray, Rebuild*, SparesMissing; then
+// DeviceDisappeared for arrays gone.
+func diff(prev, cur *Report, spares map[string]int) []Event {
+	now := cur.Time
+	var out []Event
+	old := map[string]*Array{}
+	if prev != nil {
+		for i := range prev.Arrays {
+			if a := &prev.Arrays[i]; present(a) {
+				old[a.Device] = a
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i := range cur.Arrays {
+		a := &cur.Arrays[i]
+		if !present(a) {
+			continue
+		}
+		seen[a.Device] = true
+		p := old[a.Device]
+		if prev != nil && p == nil {
+			out = append(out, arrayEvent(NewArray, a, now))
+		}
+		if p != nil {
+			out = append(out, memberEvents(p, a, now)...)
+		}
+		if a.Availability == Degraded && (p == nil || p.Availability != Degraded) {
+			out = append(out, arrayEvent(DegradedArray, a, now))
+		}
+		if p != nil {
+			out = append(out, syncEvents(p, a, now)...)
+		}
+		if want, ok := spares[a.UUID]; ok && a.Availability != Inactive {
+			have := idleSpares(a)
+			if have < want && (p == nil || idleSpares(p) >= want) {
+				e := arrayEvent(SparesMissing, a, now)
+				e.Spares, e.Expected = intp(have), intp(want)
+				out = append(out, e)
+			}
+		}
+	}
+	if prev != nil {
+		for i := range prev.Arrays {
+			a := &prev.Arrays[i]
+			if present(a) && !seen[a.Device] {
+				out = append(out, arrayEvent(DeviceDisappeared, a, now))
+			}
+		}
+	}
+	return out
+}
+
+// memberEvents compares the members of one array in two snapshots, in
+// the kernel's terms (mdadm compares GET_DISK_INFO states the same way):
+// losing in_sync is Fail, becoming faulty without having been in sync is
+// FailSpare, gaining in_sync is SpareActive.
+func memberEvents(p, a *Array, now time.Time) []Event {
+	var out []Event
+	before := map[string]*Member{}
+	for _, m := range members(p) {
+		before[m.Device] = m
+	}
+	after := map[string]bool{}
+	for _, m := range members(a) {
+		after[m.Device] = true
+		o := before[m.Device]
+		if o == nil {
+			out = append(out, memberEvent(MemberAdded, a, m, now))
+			if faulty(m) {
+				out = append(out, memberEvent(FailSpare, a, m, now))
+			}
+			continue
+		}
+		var t EventType
+		switch {
+		case inSync(o) && !inSync(m):
+			t = Fail
+		case !inSync(o) && !faulty(o) && faulty(m):
+			t = FailSpare
+		case !inSync(o) && inSync(m):
+			t = SpareActive
+		default:
+			continue
+		}
+		e := memberEvent(t, a, m, now)
+		if e.Slot == nil && o.Slot >= 0 {
+			// A failed member may already have left the slot it had.
+			e.Slot = intp(o.Slot)
+		}
+		out = append(out, e)
+	}
+	for _, o := range members(p) {
+		if after[o.Device] {
+			continue
+		}
+		if inSync(o) && !faulty(o) {
+			out = append(out, memberEvent(Fail, p, o, now))
+		}
+		out = append(out, memberEvent(MemberRemoved, p, o, now))
+	}
+	return out
+}
+
+// syncEvents follows the sync thread as mdadm does with /proc/mdstat's
+// percentage: started, each 20% step passed since the previous snapshot
+// (not in the snapshot where it started), finished. A change from one kind
+// of sync to another is a finish and a start.
+func syncEvents(p, a *Array, now time.Time) []Event {
+	var out []Event
+	was, wasPct := syncing(p)
+	is, pct := syncing(a)
+	kindChanged := was && is && p.Activity.Kind != a.Activity.Kind
+	if was && (!is || kindChanged) {
+		e := arrayEvent(RebuildFinished, a, now)
+		e.Action = string(p.Activity.Kind)
+		out = append(out, e)
+	}
+	switch {
+	case is && (!was || kindChanged):
+		e := arrayEvent(RebuildStarted, a, now)
+		e.Action = string(a.Activity.Kind)
+		e.Percent = intp(pct)
+		out = append(out, e)
+	case is:
+		if step := pct / 20 * 20; step > wasPct/20*20 && step >= 20 && step < 100 {
+			e := arrayEvent(rebuildSteps[step], a, now)
+			e.Action = string(a.Activity.Kind)
+			e.Percent = intp(step)
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package md
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// report wraps arrays in a Report.
+func report(arrays ...Array) *Report {
+	return &Report{Version: SchemaVersion, Time: t0, Arrays: arrays}
+}
+
+// brief renders events compactly for comparison: "Type array member slot
+// extra".
+func brief(evs []Event) []string {
+	out := []string{}
+	for _, e := range evs {
+		s := string(e.Type) + " " + e.Array
+		if e.Member != "" {
+			s += " " + e.Member
+		}
+		if e.Slot != nil {
+			s += fmt.Sprintf(" slot=%d", *e.Slot)
+		}
+		if e.Action != "" {
+			s += " " + e.Action
+		}
+		if e.Percent != nil {
+			s += fmt.Sprintf(" %d%%", *e.Percent)
+		}
+		if e.Expected != nil {
+			s += fmt.Sprintf(" %d/%d", *e.Spares, *e.Expected)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Synthetic states of one 2-disk raid1 (md127, vda in slot 0, vdb in slot
+// 1) as a member fails, is replaced by vdc and recovers.
+func mirrorHealthy() Array { return healthyArray(2) }
+
+func mirrorFailed() Array { // vdb faulty, still in its slot
+	a := healthyArray(2)
+	a.Availability, a.Redundancy = Degraded, NoRedundancy
+	a.Slots[1].State = SlotFaulty
+	a.Slots[1].Member.Flags = []string{"faulty"}
+	return a
+}
+
+func mirrorUnslotted() Array { // vdb faulty, out of its slot
+	a := mirrorFailed()
+	m := *a.Slots[1].Member
+	m.Slot = -1
+	a.Faulty = []Member{m}
+	a.Slots[1] = Slot{Slot: 1, State: SlotMissing}
+	a.Degraded = 1
+	return a
+}
+
+func mirrorMissing() Array { // vdb removed
+	a := mirrorUnslotted()
+	a.Faulty = []Member{}
+	return a
+}
+
+func mirrorRecovering(pct float64) Array { // vdc rebuilding into slot 1
+	a := mirrorMissing()
+	a.Slots[1] = Slot{Slot: 1, State: SlotRebuilding, Member: &Member{
+		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"spare"}, ByPath: byPathOf(1)}}
+	a.Activity = Activity{Kind: Recover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
+	return a
+}
+
+func mirrorRecovered() Array {
+	a := healthyArray(2)
+	a.Slots[1].Member = &Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"in_sync"}, ByPath: byPathOf(1)}
+	return a
+}
+
+func withSpare(a Array, flags ...string) Array {
+	a.Spares = append(a.Spares, Member{Device: "vdd", Path: "/dev/vdd", Slot: -1, Flags: flags})
+	return a
+}
+
+func renamed(a Array, dev string) Array {
+	a.Device, a.Path = dev, "/dev/"+dev
+	return a
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name   string
+		prev   *Report // nil: the first snapshot
+		cur    *Report
+		spares map[string]int
+		want   []string
+	}{
+		{"start healthy", nil, report(mirrorHealthy()), nil, []string{}},
+		{"start degraded", nil, report(mirrorMissing()), nil, []string{"DegradedArray md127"}},
+		{"start missing spare", nil, report(mirrorHealthy()), map[string]int{mirrorHealthy().UUID: 1},
+			[]string{"SparesMissing md127 0/1"}},
+		{"start enough spares", nil, report(withSpare(mirrorHealthy(), "spare")), map[string]int{mirrorHealthy().UUID: 1}, []string{}},
+		{"no change", report(mirrorHealthy()), report(mirrorHealthy()), nil, []string{}},
+		{"member fails", report(mirrorHealthy()), report(mirrorFailed()), nil,
+			[]string{"Fail md127 vdb slot=1", "DegradedArray md127"}},
+		{"failed member leaves its slot", report(mirrorFailed()), report(mirrorUnslotted()), nil, []string{}},
+		{"fail and unslot in one step", report(mirrorHealthy()), report(mirrorUnslotted()), nil,
+			[]string{"Fail md127 vdb slot=1", "DegradedArray md127"}},
+		{"faulty member removed", report(mirrorUnslotted()), report(mirrorMissing()), nil,
+			[]string{"MemberRemoved md127 vdb"}},
+		{"in-sync member vanishes", report(mirrorHealthy()), report(mirrorMissing()), nil,
+			[]string{"Fail md127 vdb slot=1", "MemberRemoved md127 vdb slot=1", "DegradedArray md127"}},
+		{"replacement added, recovery starts", report(mirrorMissing()), report(mirrorRecovering(0)), nil,
+			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 0%"}},
+		{"progress within a step", report(mirrorRecovering(1)), report(mirrorRecovering(19.9)), nil, []string{}},
+		{"progress to 20%", report(mirrorRecovering(19.9)), report(mirrorRecovering(20)), nil,
+			[]string{"Rebuild20 md127 recover 20%"}},
+		{"progress skips steps: the highest only", report(mirrorRecovering(10)), report(mirrorRecovering(65)), nil,
+			[]string{"Rebuild60 md127 recover 60%"}},
+		{"no Rebuild100", report(mirrorRecovering(85)), report(mirrorRecovering(100)), nil, []string{}},
+		{"recovery finishes", report(mirrorRecovering(90)), report(mirrorRecovered()), nil,
+			[]string{"SpareActive md127 vdc slot=1", "RebuildFinished md127 recover"}},
+		{"recovery seen started late: no step at once", report(mirrorMissing()), report(mirrorRecovering(45)), nil,
+			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 45%"}},
+		{"resync turns into check", report(withActivity(mirrorHealthy(), Resync, 50)), report(withActivity(mirrorHealthy(), Check, 0)), nil,
+			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%"}},
+		{"spare fails", report(withSpare(mirrorHealthy(), "spare")), report(withSpare(mirrorHealthy(), "faulty")), nil,
+			[]string{"FailSpare md127 vdd"}},
+		{"rebuilding member fails", report(mirrorRecovering(30)), report(failRebuilding(mirrorRecovering(30))), nil,
+			[]string{"FailSpare md127 vdc slot=1", "RebuildFinished md127 recover"}},
+		{"spare added", report(mirrorHealthy()), report(withSpare(mirrorHealthy(), "spare")), nil,
+			[]string{"MemberAdded md127 vdd"}},
+		{"spare goes missing", report(withSpare(mirrorHealthy(), "spare")), report(mirrorHealthy()), map[string]int{mirrorHealthy().UUID: 1},
+			[]string{"MemberRemoved md127 vdd", "SparesMissing md127 0/1"}},
+		{"still missing spares: once", report(mirrorHealthy()), report(mirrorHealthy()), map[string]int{mirrorHealthy().UUID: 1}, []string{}},
+		{"new array", report(), report(mirrorHealthy()), nil, []string{"NewArray md127"}},
+		{"new degraded array", report(mirrorHealthy()), report(mirrorHealthy(), renamed(mirrorMissing(), "md126")), nil,
+			[]string{"NewArray md126", "DegradedArray md126"}},
+		{"assembled inactive, then started degraded", report(withAvail(mirrorMissing(), Inactive)), report(mirrorMissing()), nil,
+			[]string{"DegradedArray md127"}},
+		{"array stopped", report(mirrorHealthy()), report(), nil, []string{"DeviceDisappeared md127"}},
+		{"array cleared counts as gone", report(mirrorHealthy()), report(withState(mirrorHealthy(), "clear")), nil,
+			[]string{"DeviceDisappeared md127"}},
+		{"cleared array is not new", report(withState(mirrorHealthy(), "clear")), report(withState(mirrorHealthy(), "clear")), nil, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := diff(tt.prev, tt.cur, tt.spares)
+			qt.Assert(t, brief(got), qt.DeepEquals, tt.want)
+			for _, e := range got {
+				qt.Check(t, e.Time, qt.Equals, t0)
+				qt.Check(t, e.ArrayPath, qt.Equals, "/dev/"+e.Array)
+				qt.Check(t, e.UUID, qt.Not(qt.Equals), "")
+			}
+		})
+	}
+}
+
+func withActivity(a Array, k ActivityKind, pct float64) Array {
+	a.Activity = Activity{Kind: k, Percent: pct}
+	return a
+}
+
+func withAvail(a Array, av Availability) Array {
+	a.Availability = av
+	return a
+}
+
+func withState(a Array, s string) Array {
+	a.State = s
+	return a
+}
+
+func failRebuilding(a Array) Array {
+	m := *a.Slots[1].Member
+	m.Flags, m.Slot = []string{"faulty"}, -1
+	a.Faulty = []Member{m}
+	a.Slots[1] = Slot{Slot: 1, State: SlotMissing}
+	a.Activity = Activity{Kind: Idle}
+	return a
+}
+
+// TestDiffFixtures walks real captures of md0 as if they were successive
+// states of one array: healthy, a member failed, the member removed, a
+// replacement recovering, then the replacement gone and an idle spare.
+func TestDiffFixtures(t *testing.T) {
+	seq := []struct {
+		fixture string
+		want    []string
+	}{
+		{"raid1-v1.2", []string{}},
+		{"raid1-failed", []string{"Fail md0 vdb slot=1", "DegradedArray md0"}},
+		{"raid1-degraded-missing", []string{"MemberRemoved md0 vdb"}},
+		{"raid1-recovering", []string{"MemberAdded md0 vdc slot=1", "RebuildStarted md0 recover 25%"}},
+		// Here the disk being rebuilt vanished and vdb is back in slot 1
+		// with an idle spare beside it.
+		{"raid1-removed-spare", []string{"MemberAdded md0 vdb slot=1", "MemberAdded md0 vdd", "MemberRemoved md0 vdc slot=1", "RebuildFinished md0 recover"}},
+	}
+	var prev *Report
+	for _, s := range seq {
+		a := fixtureArray(t, s.fixture)
+		cur := report(a)
+		got := diff(prev, cur, nil)
+		qt.Assert(t, brief(got), qt.DeepEquals, s.want, qt.Commentf("%s", s.fixture))
+		prev = cur
+	}
+}
+
+func TestEventForms(t *testing.T) {
+	c := qt.New(t)
+	e := Event{Type: Fail, Time: t0, Array: "md127", ArrayPath: "/dev/md127", UUID: "u", Name: "boot",
+		Member: "vdb", MemberPath: "/dev/vdb", Slot: intp(1), ByPath: "pci-0000:00:11.0"}
+	c.Assert(e.String(), qt.Equals, "Fail /dev/md127 /dev/vdb slot 1 (pci-0000:00:11.0)")
+	c.Assert(e.Args(), qt.DeepEquals, []string{"Fail", "/dev/md127", "/dev/vdb"})
+	c.Assert(e.Env(), qt.DeepEquals, []string{
+		"MDRAID_EVENT=Fail", "MDRAID_ARRAY=/dev/md127", "MDRAID_TIME=2026-05-01T12:00:00Z",
+		"MDRAID_ARRAY_NAME=boot", "MDRAID_UUID=u", "MDRAID_MEMBER=/dev/vdb", "MDRAID_SLOT=1",
+		"MDRAID_BY_PATH=pci-0000:00:11.0",
+	})
+	b, err := json.Marshal(e)
+	c.Assert(err, qt.IsNil)
+	c.Assert(string(b), qt.Equals, `{"event":"Fail","time":"2026-05-01T12:00:00Z","array":"md127","array_path":"/dev/md127","uuid":"u","name":"boot","member":"vdb","member_path":"/dev/vdb","slot":1,"by_path":"pci-0000:00:11.0"}`)
+
+	r := Event{Type: HealRefused, Time: t0, Array: "md127", ArrayPath: "/dev/md127", Slot: intp(1), ByPath: "pci-0000:00:11.0", Reason: "not blank"}
+	c.Assert(r.String(), qt.Equals, "HealRefused /dev/md127 slot 1 (pci-0000:00:11.0): not blank")
+	c.Assert(r.Args(), qt.DeepEquals, []string{"HealRefused", "/dev/md127"})
+	c.Assert(strings.Join(r.Env(), " "), qt.Contains, "MDRAID_REASON=not blank")
+}
