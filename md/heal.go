@@ -1,0 +1,366 @@
+package md
+
+// This file holds heal: filling a missing slot with a blank disk found in
+// the port (by-path identity) that the slot's record names. The decision
+// of which slots to try and with which disk is decideHeal's, a pure
+// function of the snapshot, the records and the disks found per port.
+// Whether the disk may be used (blank, not in use, large enough) and how
+// it is added are the replace planner's and executor's, exactly as for
+// mdctl replace.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-mdraid/mdraid/blockdev"
+)
+
+// Outcome is what heal did, or would do, about one slot or array.
+type Outcome string
+
+// Heal outcomes, in the JSON form.
+const (
+	// OutcomeHealed: the disk was added to the slot; recovery follows.
+	OutcomeHealed Outcome = "healed"
+	// OutcomeWouldHeal: a dry run found the disk usable and planned the
+	// add; nothing was written.
+	OutcomeWouldHeal Outcome = "would-heal"
+	// OutcomeRefused: the slot was not filled, for Decision.Reason.
+	OutcomeRefused Outcome = "refused"
+	// OutcomeSkipped: nothing to do (the array is not degraded).
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeFailed: the add was attempted and failed.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Decision is heal's verdict on one slot (or, with Slot -1, on a whole
+// array) and why.
+type Decision struct {
+	// Array is the kernel name, UUID the array UUID.
+	Array string `json:"array"`
+	UUID  string `json:"uuid,omitempty"`
+	// Slot is the slot concerned, or -1 for the whole array.
+	Slot int `json:"slot"`
+	// ByPath is the port recorded for the slot.
+	ByPath string `json:"by_path,omitempty"`
+	// Device and Disk are the kernel name and device node of the disk
+	// found in that port.
+	Device string `json:"device,omitempty"`
+	Disk   string `json:"disk,omitempty"`
+	// Outcome is what was done; Reason says why, for people.
+	Outcome Outcome `json:"outcome"`
+	Reason  string  `json:"reason"`
+	// Err is the typed cause of a refusal or failure: one of the Err*
+	// sentinels below, a *StoreError, or the replace planner's or
+	// executor's error.
+	Err error `json:"-"`
+}
+
+// Reasons heal refuses a slot by itself, before asking the replace
+// planner. Decision.Err wraps one of them.
+var (
+	// ErrNoRecord: the array has no slot record; heal never acts on an
+	// array it has not seen healthy.
+	ErrNoRecord = errors.New("md: no slot record for the array")
+	// ErrRecordMismatch: the array's level, metadata or number of slots
+	// differ from its record (it was reshaped or re-created); heal never
+	// grows or changes an array. Record it again once healthy.
+	ErrRecordMismatch = errors.New("md: array does not match its slot record")
+	// ErrNoRecordedPort: the slot's member had no by-path identity.
+	ErrNoRecordedPort = errors.New("md: no port recorded for the slot")
+	// ErrPortEmpty: no disk is in the recorded port (yet).
+	ErrPortEmpty = errors.New("md: no disk in the recorded port")
+	// ErrPortAmbiguous: several block devices claim the port.
+	ErrPortAmbiguous = errors.New("md: several disks in the recorded port")
+	// ErrPortChanged: the disk in the port changed between the plan and
+	// the add.
+	ErrPortChanged = errors.New("md: the disk in the port changed")
+	// ErrHealState: the array is not running, has failed, or is
+	// read-only.
+	ErrHealState = errors.New("md: array cannot be healed in its state")
+	// ErrHealDeferred: the array is busy (a sync runs or is frozen, a
+	// spare is waiting, or another slot is healed first); a later pass
+	// tries again.
+	ErrHealDeferred = errors.New("md: heal deferred")
+)
+
+// HealOptions configures Manager.Heal.
+type HealOptions struct {
+	// Store holds the slot records; required.
+	Store Store
+	// Array limits the pass to one array, by UUID or kernel name; empty
+	// for every array.
+	Array string
+	// DryRun plans but writes nothing (OutcomeWouldHeal).
+	DryRun bool
+	// Logger receives every decision with its reason; default none.
+	Logger *slog.Logger
+}
+
+// Heal makes one pass over the degraded arrays. For each array with a
+// record and each missing (or failed) slot, it looks in the port recorded
+// for the slot; a disk found there (by its by-path identity, computed from
+// sysfs alone) is offered to the replace planner for exactly that slot,
+// and if the planner accepts it (blank by CheckBlank, not in use, large
+// enough), the replace executor adds it. Heal never grows an array, never
+// touches a disk that is not blank, never uses a disk in another port, and
+// never acts on an array without a record. One slot per array is healed
+// per pass; the next waits until the recovery ends.
+//
+// Every decision is returned and logged. Heal fails, acting on nothing,
+// when the records cannot be loaded: a missing store gives an error
+// matching fs.ErrNotExist, a damaged one a *StoreError (ErrStoreCorrupt,
+// ErrStoreVersion). An Array that matches nothing gives ErrNoArray.
+//
+// Because the records come from the store and the disks from sysfs, heal
+// works the same at boot, after a disk was swapped while the machine was
+// off, as while it runs.
+func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error) {
+	if opts.Store == nil {
+		return nil, errors.New("md: heal needs a Store of slot records")
+	}
+	rs, err := opts.Store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := m.Discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Array != "" {
+		var keep []Array
+		for _, a := range r.Arrays {
+			if a.UUID == opts.Array || a.Device == opts.Array {
+				keep = append(keep, a)
+			}
+		}
+		if len(keep) == 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNoArray, opts.Array)
+		}
+		r.Arrays = keep
+	}
+	return m.heal(ctx, r, rs, healConfig{dryRun: opts.DryRun, logger: opts.Logger}), nil
+}
+
+// healConfig is what one heal pass needs besides the snapshot.
+type healConfig struct {
+	dryRun bool
+	logger *slog.Logger
+	filler slotFiller // nil: the replace planner and executor
+}
+
+// heal decides and carries out one pass over the snapshot r.
+func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConfig) []Decision {
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ds := decideHeal(r, rs, m.ports(log), m.devRoot)
+	for i := range ds {
+		d := &ds[i]
+		if d.Outcome == "" {
+			m.fill(ctx, cfg.filler, d, cfg.dryRun)
+		}
+		logDecision(log, *d)
+	}
+	return ds
+}
+
+// fill asks the replace planner whether the disk may fill the slot and,
+// unless dryRun, has the executor do it. The by-path identity of the disk
+// is checked again just before the add.
+func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bool) {
+	if f == nil {
+		f = replaceFiller{m}
+	}
+	p, err := f.planFill(ctx, d.Array, d.Slot, d.Disk)
+	if err != nil {
+		d.Outcome, d.Err = OutcomeFailed, err
+		if errors.Is(err, errFillRefused) {
+			d.Outcome = OutcomeRefused
+		}
+		d.Reason = err.Error()
+		return
+	}
+	if dryRun {
+		d.Outcome, d.Reason = OutcomeWouldHeal, fmt.Sprintf("dry run: %s would be added to slot %d", d.Disk, d.Slot)
+		return
+	}
+	if id, err := blockdev.PathID(m.fs, d.Device); err != nil || id != d.ByPath {
+		d.Outcome, d.Err = OutcomeRefused, fmt.Errorf("%w: %s is now at %q (%v)", ErrPortChanged, d.Device, id, err)
+		d.Reason = d.Err.Error()
+		return
+	}
+	if err := f.executeFill(ctx, p); err != nil {
+		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
+		return
+	}
+	d.Outcome, d.Reason = OutcomeHealed, fmt.Sprintf("added %s to slot %d; recovery follows", d.Disk, d.Slot)
+}
+
+func logDecision(log *slog.Logger, d Decision) {
+	level := slog.LevelInfo
+	switch d.Outcome {
+	case OutcomeFailed:
+		level = slog.LevelError
+	case OutcomeSkipped:
+		level = slog.LevelDebug
+	}
+	attrs := []any{"array", d.Array, "uuid", d.UUID, "outcome", string(d.Outcome)}
+	if d.Slot >= 0 {
+		attrs = append(attrs, "slot", d.Slot)
+	}
+	if d.ByPath != "" {
+		attrs = append(attrs, "by_path", d.ByPath)
+	}
+	if d.Disk != "" {
+		attrs = append(attrs, "disk", d.Disk)
+	}
+	attrs = append(attrs, "reason", d.Reason)
+	log.Log(context.Background(), level, "heal", attrs...)
+}
+
+// ports maps every by-path identity in sysfs to the block devices that
+// have it (normally one), from class/block alone.
+func (m *Manager) ports(log *slog.Logger) map[string][]string {
+	out := map[string][]string{}
+	ents, err := os.ReadDir(m.fs.Path("class", "block"))
+	if err != nil {
+		log.Warn("listing block devices", "err", err)
+		return out
+	}
+	for _, e := range ents {
+		name := strings.ReplaceAll(e.Name(), "!", "/")
+		id, err := blockdev.PathID(m.fs, name)
+		if err != nil {
+			continue
+		}
+		out[id] = append(out[id], name)
+	}
+	return out
+}
+
+// refuseAll refuses every degraded array of r for one reason (such as
+// records that cannot be loaded).
+func refuseAll(r *Report, only string, err error) []Decision {
+	var ds []Decision
+	for _, a := range r.Arrays {
+		if a.Availability != Degraded || (only != "" && a.UUID != only && a.Device != only) {
+			continue
+		}
+		ds = append(ds, Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: OutcomeRefused, Reason: err.Error(), Err: err})
+	}
+	return ds
+}
+
+// decideHeal is heal's decision: for every array in r, whether to try
+// to fill which slot with which disk. ports maps a by-path identity to
+// the block devices found there. A decision left with an empty Outcome is
+// a disk to offer to the replace planner for that slot; every other
+// decision is final. At most one slot per array is offered.
+func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot string) []Decision {
+	var out []Decision
+	for i := range r.Arrays {
+		a := &r.Arrays[i]
+		if !present(a) {
+			continue
+		}
+		whole := func(o Outcome, err error) {
+			out = append(out, Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: o, Reason: err.Error(), Err: err})
+		}
+		switch a.Availability {
+		case Online, ReadOnly:
+			whole(OutcomeSkipped, errors.New("not degraded"))
+			continue
+		case Inactive:
+			whole(OutcomeRefused, fmt.Errorf("%w: not running", ErrHealState))
+			continue
+		case Failed:
+			whole(OutcomeRefused, fmt.Errorf("%w: it has failed; a rebuild cannot restore it", ErrHealState))
+			continue
+		}
+		rec, ok := rs.Find(a.UUID)
+		if !ok || a.UUID == "" {
+			whole(OutcomeRefused, fmt.Errorf("%w: record %s while it is healthy first", ErrNoRecord, a.Device))
+			continue
+		}
+		if rec.Level != a.Level || rec.RaidDisks != a.RaidDisks || rec.Metadata != a.Metadata {
+			whole(OutcomeRefused, fmt.Errorf("%w: array is %s, metadata %s, %d slots; record says %s, metadata %s, %d slots",
+				ErrRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
+			continue
+		}
+		if k := a.Activity.Kind; k != Idle && k != "" {
+			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is %s", ErrHealDeferred, k))
+			continue
+		}
+		if a.Activity.Pending != "" {
+			whole(OutcomeRefused, fmt.Errorf("%w: a sync is %s", ErrHealDeferred, a.Activity.Pending))
+			continue
+		}
+		if len(a.Spares) > 0 {
+			whole(OutcomeRefused, fmt.Errorf("%w: the array has a spare (%s) for the kernel to rebuild onto", ErrHealDeferred, a.Spares[0].Device))
+			continue
+		}
+		chosen := -1
+		for _, s := range a.Slots {
+			if s.State != SlotMissing && s.State != SlotFaulty {
+				continue
+			}
+			sr := rec.Slots[s.Slot]
+			d := Decision{Array: a.Device, UUID: a.UUID, Slot: s.Slot, ByPath: sr.ByPath, Outcome: OutcomeRefused}
+			devs := ports[sr.ByPath]
+			switch {
+			case sr.ByPath == "":
+				d.Err = fmt.Errorf("%w: slot %d's member %s had no by-path identity", ErrNoRecordedPort, s.Slot, sr.Device)
+			case len(devs) == 0:
+				d.Err = fmt.Errorf("%w: nothing in %s", ErrPortEmpty, sr.ByPath)
+			case len(devs) > 1:
+				sort.Strings(devs)
+				d.Err = fmt.Errorf("%w: %s in %s", ErrPortAmbiguous, strings.Join(devs, ", "), sr.ByPath)
+			case chosen >= 0:
+				d.Device, d.Disk = devs[0], path.Join(devRoot, devs[0])
+				d.Err = fmt.Errorf("%w: slot %d is healed first, one at a time", ErrHealDeferred, chosen)
+			default:
+				d.Device, d.Disk = devs[0], path.Join(devRoot, devs[0])
+				d.Outcome = ""
+				chosen = s.Slot
+			}
+			if d.Err != nil {
+				d.Reason = d.Err.Error()
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// errFillRefused is matched by a filler's refusal: the planner said no
+// and nothing was written.
+var errFillRefused = errors.New("md: refused")
+
+// slotFiller is what heal needs from the replace machinery: a plan for
+// putting disk into slot of array, with every check a replace makes, and
+// its execution. It is an interface so that tests can fake the kernel
+// side.
+type slotFiller interface {
+	planFill(ctx context.Context, array string, slot int, disk string) (any, error)
+	executeFill(ctx context.Context, plan any) error
+}
+
+// replaceFiller fills slots with the replace planner and executor.
+type replaceFiller struct{ m *Manager }
+
+// errNoExecutor is returned until the replace executor is wired in.
+var errNoExecutor = errors.New("md: heal: the replace executor is not available in this build")
+
+func (f replaceFiller) planFill(ctx context.Context, array string, slot int, disk string) (any, error) {
+	return nil, errNoExecutor
+}
+
+func (f replaceFiller) executeFill(ctx context.Context, plan any) error { return errNoExecutor }

@@ -1,0 +1,339 @@
+package md
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/sysfstree"
+)
+
+// recordsOf records the healthy form of arrays.
+func recordsOf(t testing.TB, arrays ...Array) *Records {
+	t.Helper()
+	rs := &Records{}
+	for _, a := range arrays {
+		r, err := NewRecord(a, recordTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Put(r)
+	}
+	return rs
+}
+
+// verdict renders a decision compactly: "array slot outcome device: reason".
+func verdict(d Decision) string {
+	s := fmt.Sprintf("%s %d %s", d.Array, d.Slot, d.Outcome)
+	if d.Outcome == "" {
+		s = fmt.Sprintf("%s %d try", d.Array, d.Slot)
+	}
+	if d.Device != "" {
+		s += " " + d.Device
+	}
+	return s
+}
+
+func TestDecideHeal(t *testing.T) {
+	mirror := recordsOf(t, mirrorHealthy())
+	port1 := map[string][]string{byPathOf(0): {"vda"}, byPathOf(1): {"vdc"}}
+	raid6 := func() Array {
+		a := healthyArray(4)
+		a.Level, a.Metadata = "raid6", "1.2"
+		a.UUID = "6e0f7a52-9a3c-4d4e-8f1b-0c2d3e4f5a6b"
+		return a
+	}
+	raid6Missing2 := func() Array {
+		a := raid6()
+		a.Availability, a.Redundancy, a.Degraded = Degraded, NoRedundancy, 2
+		a.Slots[1] = Slot{Slot: 1, State: SlotMissing}
+		a.Slots[3] = Slot{Slot: 3, State: SlotMissing}
+		return a
+	}
+	faultyInSlot := mirrorFailed()
+
+	tests := []struct {
+		name  string
+		r     *Report
+		rs    *Records
+		ports map[string][]string
+		want  []string
+		err   error // of the first decision
+	}{
+		{"healthy: nothing to do", report(mirrorHealthy()), mirror, port1,
+			[]string{"md127 -1 skipped"}, nil},
+		{"blank disk in the recorded port: try it", report(mirrorMissing()), mirror, port1,
+			[]string{"md127 1 try vdc"}, nil},
+		{"faulty member still in the slot: try the disk in its port", report(faultyInSlot), mirror, port1,
+			[]string{"md127 1 try vdc"}, nil},
+		{"no record", report(mirrorMissing()), &Records{}, port1,
+			[]string{"md127 -1 refused"}, ErrNoRecord},
+		{"record of another array", report(mirrorMissing()), recordsOf(t, raid6()), port1,
+			[]string{"md127 -1 refused"}, ErrNoRecord},
+		{"port empty", report(mirrorMissing()), mirror, map[string][]string{byPathOf(0): {"vda"}},
+			[]string{"md127 1 refused"}, ErrPortEmpty},
+		{"blank disk only in another port: not used", report(mirrorMissing()), mirror,
+			map[string][]string{byPathOf(0): {"vda"}, byPathOf(5): {"vdz"}},
+			[]string{"md127 1 refused"}, ErrPortEmpty},
+		{"two devices claim the port", report(mirrorMissing()), mirror,
+			map[string][]string{byPathOf(1): {"vdd", "vdc"}},
+			[]string{"md127 1 refused"}, ErrPortAmbiguous},
+		{"no port recorded", report(mirrorMissing()), func() *Records {
+			a := mirrorHealthy()
+			a.Slots[1].Member.ByPath = ""
+			return recordsOf(t, a)
+		}(), port1, []string{"md127 1 refused"}, ErrNoRecordedPort},
+		{"grown since the record: never", report(func() Array {
+			a := healthyArray(3)
+			a.Availability, a.Degraded = Degraded, 1
+			a.Slots[2] = Slot{Slot: 2, State: SlotMissing}
+			return a
+		}()), mirror, port1, []string{"md127 -1 refused"}, ErrRecordMismatch},
+		{"level changed since the record", report(func() Array {
+			a := mirrorMissing()
+			a.Level = "raid5"
+			return a
+		}()), mirror, port1, []string{"md127 -1 refused"}, ErrRecordMismatch},
+		{"recovery running: deferred", report(mirrorRecovering(10)), mirror, port1,
+			[]string{"md127 -1 refused"}, ErrHealDeferred},
+		{"frozen: deferred", report(withActivity(mirrorMissing(), Frozen, 0)), mirror, port1,
+			[]string{"md127 -1 refused"}, ErrHealDeferred},
+		{"delayed sync: deferred", report(func() Array {
+			a := mirrorMissing()
+			a.Activity.Pending = "delayed"
+			return a
+		}()), mirror, port1, []string{"md127 -1 refused"}, ErrHealDeferred},
+		{"a spare is waiting: deferred", report(withSpare(mirrorMissing(), "spare")), mirror, port1,
+			[]string{"md127 -1 refused"}, ErrHealDeferred},
+		{"failed array: never", report(withAvail(mirrorMissing(), Failed)), mirror, port1,
+			[]string{"md127 -1 refused"}, ErrHealState},
+		{"inactive array: never", report(withAvail(mirrorMissing(), Inactive)), mirror, port1,
+			[]string{"md127 -1 refused"}, ErrHealState},
+		{"two missing slots: one at a time", report(raid6Missing2()), recordsOf(t, raid6()),
+			map[string][]string{byPathOf(1): {"vdx"}, byPathOf(3): {"vdy"}},
+			[]string{"md127 1 try vdx", "md127 3 refused vdy"}, nil},
+		{"two missing, first port empty: the second is tried", report(raid6Missing2()), recordsOf(t, raid6()),
+			map[string][]string{byPathOf(3): {"vdy"}},
+			[]string{"md127 1 refused", "md127 3 try vdy"}, ErrPortEmpty},
+		{"cleared array is ignored", report(withState(mirrorMissing(), "clear")), mirror, port1, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			ds := decideHeal(tt.r, tt.rs, tt.ports, "/dev")
+			var got []string
+			for _, d := range ds {
+				got = append(got, verdict(d))
+				c.Check(d.UUID, qt.Equals, tt.r.Arrays[0].UUID)
+				if d.Outcome != "" {
+					c.Check(d.Reason, qt.Not(qt.Equals), "")
+					c.Check(d.Err, qt.Not(qt.IsNil))
+				}
+				if d.Device != "" {
+					c.Check(d.Disk, qt.Equals, "/dev/"+d.Device)
+				}
+			}
+			c.Assert(got, qt.DeepEquals, tt.want)
+			if tt.err != nil {
+				c.Assert(ds[0].Err, qt.ErrorIs, tt.err)
+			}
+		})
+	}
+}
+
+// fakeFiller records what heal asks of the replace machinery.
+type fakeFiller struct {
+	refuse  error // returned by planFill
+	failing error // returned by executeFill
+	planned []string
+	done    []string
+}
+
+func (f *fakeFiller) planFill(_ context.Context, array string, slot int, disk string) (any, error) {
+	f.planned = append(f.planned, fmt.Sprintf("%s/%d/%s", array, slot, disk))
+	if f.refuse != nil {
+		return nil, f.refuse
+	}
+	return f.planned[len(f.planned)-1], nil
+}
+
+func (f *fakeFiller) executeFill(_ context.Context, plan any) error {
+	if f.failing != nil {
+		return f.failing
+	}
+	f.done = append(f.done, plan.(string))
+	return nil
+}
+
+// TestHealPass runs heal passes on a real capture (raid1-degraded-missing,
+// slot 1 empty, recorded in port pci-0000:00:11.0) with the replace
+// machinery faked, and a disk added to the captured sysfs in that port or
+// in another one.
+func TestHealPass(t *testing.T) {
+	fc := loadCase(t, "raid1-degraded-missing")
+	tests := []struct {
+		name    string
+		port    string // where a disk "vdc" is plugged; "" for none
+		filler  fakeFiller
+		dryRun  bool
+		want    Outcome
+		planned bool
+		done    bool
+		err     error
+	}{
+		{name: "disk in the port: healed", port: "0000:00:11.0", want: OutcomeHealed, planned: true, done: true},
+		{name: "dry run: planned only", port: "0000:00:11.0", dryRun: true, want: OutcomeWouldHeal, planned: true},
+		{name: "planner refuses (not blank)", port: "0000:00:11.0",
+			filler: fakeFiller{refuse: fmt.Errorf("%w: vdc holds an ext4 file system", errFillRefused)},
+			want:   OutcomeRefused, planned: true, err: errFillRefused},
+		{name: "executor fails", port: "0000:00:11.0", filler: fakeFiller{failing: errors.New("EBUSY")},
+			want: OutcomeFailed, planned: true},
+		{name: "disk in another port: untouched", port: "0000:00:15.0", want: OutcomeRefused, err: ErrPortEmpty},
+		{name: "no disk", want: OutcomeRefused, err: ErrPortEmpty},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			m, sys := fixtureSystem(t, fc)
+			if tt.port != "" {
+				plugDisk(t, sys, "vdc", tt.port)
+			}
+			r, err := m.Discover(context.Background())
+			c.Assert(err, qt.IsNil)
+			a := r.Arrays[0]
+			c.Assert(a.Availability, qt.Equals, Degraded)
+			// The record as it was while healthy: vda in slot 0, and a
+			// disk in port 00:11.0 in slot 1.
+			healthy := healthyArray(2)
+			healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
+			healthy.Metadata, healthy.Name = a.Metadata, a.Name
+			rs := recordsOf(t, healthy)
+
+			var logs strings.Builder
+			f := tt.filler
+			ds := m.heal(context.Background(), r, rs, healConfig{
+				dryRun: tt.dryRun, filler: &f,
+				logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			c.Assert(ds, qt.HasLen, 1)
+			d := ds[0]
+			c.Assert(d.Outcome, qt.Equals, tt.want, qt.Commentf("%+v", d))
+			c.Assert(d.Slot, qt.Equals, 1)
+			c.Assert(d.ByPath, qt.Equals, "pci-0000:00:11.0")
+			if tt.err != nil {
+				c.Assert(d.Err, qt.ErrorIs, tt.err)
+			}
+			if tt.planned {
+				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.DevRoot() + "/vdc"})
+			} else {
+				c.Assert(f.planned, qt.HasLen, 0)
+			}
+			c.Assert(len(f.done) > 0, qt.Equals, tt.done)
+			c.Assert(logs.String(), qt.Contains, "outcome="+string(tt.want))
+			c.Assert(logs.String(), qt.Contains, "reason=")
+		})
+	}
+}
+
+func TestHealStore(t *testing.T) {
+	c := qt.New(t)
+	m, _ := fixtureSystem(t, loadCase(t, "raid1-degraded-missing"))
+	ctx := context.Background()
+
+	_, err := m.Heal(ctx, HealOptions{})
+	c.Assert(err, qt.ErrorMatches, "md: heal needs a Store of slot records")
+
+	var s MemoryStore
+	_, err = m.Heal(ctx, HealOptions{Store: &s})
+	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
+
+	c.Assert(s.Save(ctx, recordsOf(t, mirrorHealthy())), qt.IsNil)
+	s.SetBytes(bytes.Replace(s.Bytes(), []byte(`"raid1"`), []byte(`"raid5"`), 1))
+	ds, err := m.Heal(ctx, HealOptions{Store: &s})
+	c.Assert(err, qt.ErrorIs, ErrStoreCorrupt)
+	c.Assert(ds, qt.HasLen, 0)
+
+	c.Assert(s.Save(ctx, recordsOf(t, mirrorHealthy())), qt.IsNil)
+	ds, err = m.Heal(ctx, HealOptions{Store: &s})
+	c.Assert(err, qt.IsNil)
+	c.Assert(ds, qt.HasLen, 1)
+	c.Assert(ds[0].Err, qt.ErrorIs, ErrNoRecord)
+
+	_, err = m.Heal(ctx, HealOptions{Store: &s, Array: "md9"})
+	c.Assert(err, qt.ErrorIs, ErrNoArray)
+}
+
+func loadCase(t testing.TB, name string) *fixture.Case {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// fixtureSystem is fixtureManager that also returns the sysfs root.
+func fixtureSystem(t testing.TB, fc *fixture.Case) (*Manager, string) {
+	m := fixtureManager(t, fc)
+	return m, m.FS().Root()
+}
+
+// plugDisk adds a blank 64 MiB virtio disk named name at PCI address addr
+// ("0000:00:11.0") to a captured sysfs tree, modelled on the capture's
+// vda, and its image under the dev root.
+func plugDisk(t testing.TB, sys, name, addr string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "raid1-degraded-missing", "sysfs.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReplacer("0000:00:10.0", addr, "virtio2", "virtio9", "vda", name, "254:0", "254:32", "mdtest-0", "new-"+name)
+	var text strings.Builder
+	text.WriteString(sysfstree.Header + "\n")
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "vda") && !strings.Contains(line, "0000:00:10.0") || strings.Contains(line, "holders/md0") || strings.Contains(line, "md/dev-") {
+			continue
+		}
+		text.WriteString(r.Replace(line) + "\n")
+	}
+	entries, err := sysfstree.Parse(strings.NewReader(text.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh []sysfstree.Entry
+	for _, e := range entries {
+		if _, err := os.Lstat(filepath.Join(sys, filepath.FromSlash(e.Path))); err == nil {
+			continue
+		}
+		fresh = append(fresh, e)
+	}
+	if err := sysfstree.Materialize(sys, fresh); err != nil {
+		t.Fatal(err)
+	}
+	dev := filepath.Join(filepath.Dir(sys), "dev", name)
+	if err := vmImage(dev, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vmImage(p string, size int64) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,277 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+)
+
+// WatchOptions configures Manager.Watch. A nil *WatchOptions, and zero
+// fields, mean the defaults.
+type WatchOptions struct {
+	// Rescan is the interval of the full rescan that backs up the
+	// kernel's notifications; default one minute.
+	Rescan time.Duration
+	// Mdstat is the path of /proc/mdstat, whose notification announces
+	// arrays that appear and go; default "/proc/mdstat".
+	Mdstat string
+	// Store, when set, receives the record of every fully healthy array
+	// (NewRecord): SlotRecorded is reported when a record is new or its
+	// disks or ports changed, and the LastHealthy times are refreshed at
+	// most every RecordRefresh.
+	Store Store
+	// RecordRefresh is how often an unchanged record's LastHealthy times
+	// are rewritten; default one hour.
+	RecordRefresh time.Duration
+	// Heal runs a heal pass (see Manager.Heal) whenever an array is
+	// degraded, with the records in Store, which must be set. It also
+	// listens for the kernel's block device uevents, so that a disk
+	// plugged into a recorded port is seen at once.
+	Heal bool
+	// Spares maps an array UUID to the number of spares it should have;
+	// fewer gives SparesMissing (mdadm.conf's spares=).
+	Spares map[string]int
+	// Logger receives the watcher's decisions and errors; default none.
+	Logger *slog.Logger
+}
+
+func (o *WatchOptions) withDefaults() WatchOptions {
+	var w WatchOptions
+	if o != nil {
+		w = *o
+	}
+	if w.Rescan <= 0 {
+		w.Rescan = time.Minute
+	}
+	if w.Mdstat == "" {
+		w.Mdstat = "/proc/mdstat"
+	}
+	if w.RecordRefresh <= 0 {
+		w.RecordRefresh = time.Hour
+	}
+	if w.Logger == nil {
+		w.Logger = slog.New(slog.DiscardHandler)
+	}
+	return w
+}
+
+// ErrWatchUnsupported is returned by Watch on systems other than Linux.
+var ErrWatchUnsupported = errors.New("md: watch is only supported on Linux")
+
+// Watch reports changes to md arrays as they happen, until ctx is done;
+// then it closes the channel and every file it opened.
+//
+// It is woken by the kernel, not by a timer: it polls (POLLPRI) each
+// array's array_state, sync_action, sync_completed and degraded, each
+// member's dev-*/state, and /proc/mdstat, which the kernel notifies when
+// arrays start, stop, fail, gain or lose members and start or end a sync
+// (md-format.md §7). After each notification it takes a fresh snapshot
+// (Discover) and reports the difference to the previous one as Events.
+// A full rescan every WatchOptions.Rescan is the safety net.
+//
+// The first snapshot reports what mdadm --monitor reports at start-up:
+// degraded arrays and missing spares. With WatchOptions.Store, healthy
+// arrays are recorded; with WatchOptions.Heal, degraded arrays are healed
+// from those records (HealStarted, HealRefused, HealFailed).
+//
+// Watch fails at once if ctx is done, Heal is asked for without a Store,
+// or the poll set cannot be created; later errors (a snapshot that
+// cannot be read, a store that cannot be written) are logged and the
+// watch goes on. The channel must be drained: Watch blocks while it is
+// full.
+func (m *Manager) Watch(ctx context.Context, opts *WatchOptions) (<-chan Event, error) {
+	o := opts.withDefaults()
+	if o.Heal && o.Store == nil {
+		return nil, errors.New("md: watch: heal needs a Store of slot records")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &watcher{m: m, o: o, refused: map[string]string{}}
+	if err := w.open(); err != nil {
+		return nil, fmt.Errorf("md: watch: %w", err)
+	}
+	ch := make(chan Event, 64)
+	go w.run(ctx, ch)
+	return ch, nil
+}
+
+// watcher is the state of one Watch.
+type watcher struct {
+	m            *Manager
+	o            WatchOptions
+	prev         *Report
+	refused      map[string]string // "uuid/slot" -> the HealRefused reason last reported
+	storeErr     string            // last store error logged
+	storeErrFull error             // the error itself, for HealRefused
+	sys          *pollSet
+}
+
+// scan takes a snapshot, reports its difference to the previous one, and
+// then records and heals. It returns false when ctx is done.
+func (w *watcher) scan(ctx context.Context, ch chan<- Event) bool {
+	// New files are armed before the snapshot that sees them, so a
+	// change between the two is not lost: scan again while the set of
+	// polled files grows.
+	for range 3 {
+		r, err := w.m.Discover(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			w.o.Logger.Error("snapshot failed", "err", err)
+			return true
+		}
+		evs := diff(w.prev, r, w.o.Spares)
+		w.prev = r
+		if !send(ctx, ch, evs) {
+			return false
+		}
+		if !w.sys.reconcile(w.m, w.o.Logger) {
+			break
+		}
+	}
+	if w.o.Store == nil {
+		return true
+	}
+	rs := w.loadRecords(ctx)
+	if rs != nil {
+		if !send(ctx, ch, w.record(ctx, w.prev, rs)) {
+			return false
+		}
+	}
+	if w.o.Heal {
+		return send(ctx, ch, w.heal(ctx, w.prev, rs))
+	}
+	return true
+}
+
+func send(ctx context.Context, ch chan<- Event, evs []Event) bool {
+	for _, e := range evs {
+		select {
+		case ch <- e:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// loadRecords loads the store; a store never written counts as empty.
+// It returns nil when the records cannot be used, and logs why once.
+func (w *watcher) loadRecords(ctx context.Context) *Records {
+	rs, err := w.o.Store.Load(ctx)
+	if errors.Is(err, fs.ErrNotExist) {
+		rs, err = &Records{}, nil
+	}
+	if err != nil {
+		if msg := err.Error(); msg != w.storeErr {
+			w.o.Logger.Error("slot records unusable; not recording or healing until fixed", "err", err)
+			w.storeErr = msg
+		}
+		w.storeErrFull = err
+		return nil
+	}
+	w.storeErr, w.storeErrFull = "", nil
+	return rs
+}
+
+// record saves the records of healthy arrays in r.
+func (w *watcher) record(ctx context.Context, r *Report, rs *Records) []Event {
+	var out []Event
+	dirty := false
+	for i := range r.Arrays {
+		a := &r.Arrays[i]
+		rec, err := NewRecord(*a, r.Time)
+		if err != nil {
+			continue
+		}
+		old, ok := rs.Find(rec.UUID)
+		if ok && old.SameSlots(rec) {
+			if len(old.Slots) > 0 && r.Time.Sub(old.Slots[0].LastHealthy) < w.o.RecordRefresh {
+				continue
+			}
+			rs.Put(rec)
+			dirty = true
+			continue
+		}
+		rs.Put(rec)
+		dirty = true
+		w.o.Logger.Info("recording slots", "array", a.Device, "uuid", a.UUID)
+		out = append(out, arrayEvent(SlotRecorded, a, r.Time))
+	}
+	if !dirty {
+		return nil
+	}
+	if err := w.o.Store.Save(ctx, rs); err != nil {
+		w.o.Logger.Error("saving slot records", "err", err)
+		return nil
+	}
+	return out
+}
+
+// heal runs a heal pass over the degraded arrays of r and turns its
+// decisions into events: HealStarted for a disk added, HealFailed for an
+// attempt that failed, HealRefused once per slot and reason.
+func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
+	var decisions []Decision
+	if rs == nil {
+		decisions = refuseAll(r, "", w.storeErrFull)
+	} else {
+		decisions = w.m.heal(ctx, r, rs, healConfig{logger: w.o.Logger})
+	}
+	var out []Event
+	live := map[string]bool{}
+	for _, d := range decisions {
+		key := fmt.Sprintf("%s/%d", d.UUID, d.Slot)
+		live[key] = true
+		a := r.find(d.Array)
+		if a == nil {
+			continue
+		}
+		e := arrayEvent("", a, r.Time)
+		if d.Slot >= 0 {
+			e.Slot = intp(d.Slot)
+		}
+		e.ByPath, e.MemberPath, e.Reason = d.ByPath, d.Disk, d.Reason
+		e.Member = d.Device
+		switch d.Outcome {
+		case OutcomeHealed:
+			e.Type = HealStarted
+			delete(w.refused, key)
+		case OutcomeFailed, OutcomeRefused:
+			// Both are retried on every pass, but reported once per
+			// slot and reason.
+			e.Type = HealRefused
+			if d.Outcome == OutcomeFailed {
+				e.Type = HealFailed
+			}
+			if w.refused[key] == string(e.Type)+": "+d.Reason {
+				continue
+			}
+			w.refused[key] = string(e.Type) + ": " + d.Reason
+		default:
+			continue
+		}
+		out = append(out, e)
+	}
+	for k := range w.refused {
+		if !live[k] {
+			delete(w.refused, k)
+		}
+	}
+	return out
+}
+
+// find returns the array with kernel name dev.
+func (r *Report) find(dev string) *Array {
+	for i := range r.Arrays {
+		if r.Arrays[i].Device == dev {
+			return &r.Arrays[i]
+		}
+	}
+	return nil
+}

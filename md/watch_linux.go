@@ -1,0 +1,285 @@
+package md
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollSet is the set of files a watcher polls, in one epoll instance.
+//
+// sysfs attributes and /proc/mdstat are always readable, so readiness
+// means nothing; the kernel signals a change with POLLPRI|POLLERR once
+// the file's event counter differs from the one seen at the last read
+// (kernfs_generic_poll, mdstat_poll). Each file is therefore read at
+// offset 0 when opened and again after every notification, which re-arms
+// it. Go's netpoller only waits for readability, so the files are raw
+// descriptors in an epoll set waiting for EPOLLPRI.
+type pollSet struct {
+	epfd   int
+	stopfd int            // eventfd written when the watch's context ends
+	uevent int            // kernel uevent socket, or -1
+	mdstat int            // /proc/mdstat, or -1
+	files  map[string]int // sysfs path -> fd
+	paths  map[int]string // fd -> sysfs path
+	buf    []byte
+}
+
+// open creates the poll set: epoll, the stop eventfd, /proc/mdstat and,
+// for heal, the uevent socket. Arrays' files are added by reconcile.
+func (w *watcher) open() (err error) {
+	p := &pollSet{epfd: -1, stopfd: -1, uevent: -1, mdstat: -1,
+		files: map[string]int{}, paths: map[int]string{}, buf: make([]byte, 4096)}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return &opError{"epoll_create1", err}
+	}
+	if p.stopfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return &opError{"eventfd", err}
+	}
+	if err := p.add(p.stopfd, unix.EPOLLIN); err != nil {
+		return err
+	}
+	if fd, err := p.openMdstat(w.o.Mdstat); err == nil {
+		p.mdstat = fd
+	} else {
+		w.o.Logger.Warn("not polling mdstat; new arrays are seen at the next rescan", "path", w.o.Mdstat, "err", err)
+	}
+	if w.o.Heal {
+		if fd, err := openUevents(); err == nil {
+			p.uevent = fd
+			if err := p.add(fd, unix.EPOLLIN); err != nil {
+				return err
+			}
+		} else {
+			w.o.Logger.Warn("not listening for uevents; new disks are seen at the next rescan", "err", err)
+		}
+	}
+	w.sys = p
+	return nil
+}
+
+// openMdstat opens, arms and polls /proc/mdstat.
+func (p *pollSet) openMdstat(path string) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &opError{"open", err}
+	}
+	if err := p.arm(fd); err != nil {
+		unix.Close(fd)
+		return -1, &opError{"read", err}
+	}
+	if err := p.add(fd, unix.EPOLLPRI); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// opError names the system call that failed.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+// openUevents opens a socket on the kernel's uevent multicast group
+// (NETLINK_KOBJECT_UEVENT, group 1: the kernel's own messages, not
+// udev's), so that a hot-plugged disk wakes the watcher.
+func openUevents() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_KOBJECT_UEVENT)
+	if err != nil {
+		return -1, &opError{"socket(NETLINK_KOBJECT_UEVENT)", err}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}); err != nil {
+		unix.Close(fd)
+		return -1, &opError{"bind(uevent group)", err}
+	}
+	return fd, nil
+}
+
+func (p *pollSet) add(fd int, events uint32) error {
+	ev := unix.EpollEvent{Events: events, Fd: int32(fd)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return &opError{"epoll_ctl", err}
+	}
+	return nil
+}
+
+// arm reads fd from offset 0, which records the file's event counter so
+// that the next change notifies. A deleted sysfs node fails (ENODEV).
+func (p *pollSet) arm(fd int) error {
+	_, err := unix.Pread(fd, p.buf, 0)
+	return err
+}
+
+// reconcile opens and arms the attributes of every array now in sysfs,
+// and closes those of arrays and members that went away. It reports
+// whether it opened anything.
+func (p *pollSet) reconcile(m *Manager, log *slog.Logger) bool {
+	want := map[string]bool{}
+	names, err := m.fs.Arrays()
+	if err != nil {
+		log.Warn("listing arrays to poll", "err", err)
+		return false
+	}
+	for _, name := range names {
+		a, err := m.fs.Array(name)
+		if err != nil {
+			continue
+		}
+		for _, attr := range []string{"array_state", "sync_action", "sync_completed", "degraded"} {
+			want[a.Path(attr)] = true
+		}
+		mems, _ := a.Members()
+		for _, mem := range mems {
+			want[mem.Path("state")] = true
+		}
+	}
+	for path, fd := range p.files {
+		if !want[path] {
+			p.drop(fd)
+		}
+	}
+	opened := false
+	for path := range want {
+		if _, ok := p.files[path]; ok {
+			continue
+		}
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			// Redundancy attributes do not exist on every level, and
+			// an array can go between the listing and the open.
+			continue
+		}
+		if err := p.arm(fd); err != nil {
+			unix.Close(fd)
+			continue
+		}
+		if err := p.add(fd, unix.EPOLLPRI); err != nil {
+			// Only kernfs files can be polled; a sysfs tree in a
+			// test directory relies on the rescan.
+			log.Debug("polling", "path", path, "err", err)
+			unix.Close(fd)
+			continue
+		}
+		p.files[path], p.paths[fd] = fd, path
+		opened = true
+	}
+	return opened
+}
+
+// drop closes a polled attribute; closing removes it from epoll.
+func (p *pollSet) drop(fd int) {
+	path := p.paths[fd]
+	delete(p.paths, fd)
+	delete(p.files, path)
+	unix.Close(fd)
+}
+
+// wait blocks until the kernel notifies a change, the rescan interval
+// passes, or stop is signalled; it re-arms every notified file. It
+// reports false when the watch must stop.
+func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) bool {
+	evs := make([]unix.EpollEvent, 64)
+	ms := int(timeout / time.Millisecond)
+	for {
+		n, err := unix.EpollWait(p.epfd, evs, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			log.Error("epoll_wait", "err", err)
+			return false
+		}
+		for _, ev := range evs[:n] {
+			fd := int(ev.Fd)
+			switch fd {
+			case p.stopfd:
+				return false
+			case p.uevent:
+				p.drainUevents()
+			case p.mdstat:
+				if err := p.arm(fd); err != nil {
+					log.Warn("reading mdstat", "err", err)
+				}
+			default:
+				if err := p.arm(fd); err != nil {
+					// The node is gone (ENODEV): a member or array
+					// left. reconcile opens it again if it comes back.
+					p.drop(fd)
+				}
+			}
+		}
+		return true
+	}
+}
+
+// drainUevents empties the uevent socket; the messages only wake the
+// watcher, whose snapshot then finds the new disk. An overflowed socket
+// (ENOBUFS) just means more happened.
+func (p *pollSet) drainUevents() {
+	for {
+		if _, _, err := unix.Recvfrom(p.uevent, p.buf, 0); err != nil {
+			return
+		}
+	}
+}
+
+// stop wakes wait from another goroutine.
+func (p *pollSet) stop() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	unix.Write(p.stopfd, one[:])
+}
+
+// close closes every descriptor.
+func (p *pollSet) close() {
+	for fd := range p.paths {
+		unix.Close(fd)
+	}
+	p.files, p.paths = map[string]int{}, map[int]string{}
+	for _, fd := range []*int{&p.uevent, &p.mdstat, &p.stopfd, &p.epfd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+// minScanGap keeps a storm of notifications (array_state flips between
+// clean and active on every burst of writes) from turning into a busy
+// loop of snapshots.
+const minScanGap = 5 * time.Millisecond
+
+// run is the watch loop: snapshot, then wait for the kernel, until ctx
+// ends.
+func (w *watcher) run(ctx context.Context, ch chan<- Event) {
+	defer close(ch)
+	defer w.sys.close()
+	stop := context.AfterFunc(ctx, w.sys.stop)
+	defer stop()
+	var last time.Time
+	for {
+		if d := time.Since(last); d < minScanGap {
+			time.Sleep(minScanGap - d)
+		}
+		last = time.Now()
+		if !w.scan(ctx, ch) || ctx.Err() != nil {
+			return
+		}
+		if !w.sys.wait(w.o.Rescan, w.o.Logger) || ctx.Err() != nil {
+			return
+		}
+	}
+}
