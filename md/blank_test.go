@@ -1,0 +1,169 @@
+package md
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// image is a sparse in-memory device: only the written bytes are stored.
+type image struct {
+	size   int64
+	chunks map[int64][]byte // offset -> bytes
+}
+
+func newImage(size int64) *image { return &image{size: size, chunks: map[int64][]byte{}} }
+
+func (im *image) put(off int64, b []byte) *image {
+	im.chunks[off] = append([]byte(nil), b...)
+	return im
+}
+
+func (im *image) ReadAt(p []byte, off int64) (int, error) {
+	if off >= im.size {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if off+int64(n) > im.size {
+		n = int(im.size - off)
+	}
+	clear(p[:n])
+	for o, b := range im.chunks {
+		// overlap of [o, o+len(b)) with [off, off+n)
+		lo, hi := max(o, off), min(o+int64(len(b)), off+int64(n))
+		if lo < hi {
+			copy(p[lo-off:hi-off], b[lo-o:hi-o])
+		}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func u16le(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
+func u32le(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+func u64le(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+func u64be(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// md1x returns a valid 1.x superblock for an image of size bytes.
+func md1x(t testing.TB, v superblock.Version, size int64) (int64, []byte) {
+	t.Helper()
+	off, err := v.Offset(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := &superblock.Superblock{Version: v, Level: 1, RaidDisks: 2, SetUUID: uuid.New(),
+		DataOffset: 2048, DataSize: 4096, SuperOffset: uint64(off / 512), DevRoles: []superblock.Role{0, 1}}
+	if v == superblock.Version10 {
+		sb.DataOffset = 0
+	}
+	b, err := sb.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off, b
+}
+
+func TestCheckBlank(t *testing.T) {
+	const size = 64 << 20
+	off10, sb10 := md1x(t, superblock.Version10, size)
+	_, sb12 := md1x(t, superblock.Version12, size)
+	sb090off, _ := superblock.Version090.Offset(size)
+	tests := []struct {
+		name string
+		im   *image
+		want error  // nil for blank
+		what string // substring of NotBlankError.What
+		off  int64
+	}{
+		{name: "zeros", im: newImage(size)},
+		{name: "random data in the middle", im: newImage(size).put(20<<20, bytes.Repeat([]byte{0x5a}, 4096))},
+		{name: "tiny device", im: newImage(4096)},
+		{name: "md 1.2", im: newImage(size).put(4096, sb12), want: ErrHasMDSuperblock, what: "md superblock 1.2", off: 4096},
+		{name: "md 1.0", im: newImage(size).put(off10, sb10), want: ErrHasMDSuperblock, what: "md superblock 1.0", off: off10},
+		{name: "md 1.1 corrupt (magic only)", im: newImage(size).put(0, u32le(superblock.Magic)), want: ErrHasMDSuperblock, what: "md superblock", off: 0},
+		{name: "md 0.90 magic big-endian", im: newImage(size).put(sb090off, binary.BigEndian.AppendUint32(nil, superblock.Magic)), want: ErrHasMDSuperblock, off: sb090off},
+		{name: "MBR", im: newImage(size).put(510, []byte{0x55, 0xaa}), want: ErrHasPartitionTable, what: "MBR", off: 510},
+		{name: "protective MBR", im: newImage(size).put(446+4, []byte{0xee}).put(510, []byte{0x55, 0xaa}), want: ErrHasPartitionTable, what: "protective MBR", off: 510},
+		{name: "GPT", im: newImage(size).put(512, []byte("EFI PART")), want: ErrHasPartitionTable, what: "GPT header", off: 512},
+		{name: "GPT 4Kn", im: newImage(size).put(4096, []byte("EFI PART")), want: ErrHasPartitionTable, what: "4K", off: 4096},
+		{name: "backup GPT only", im: newImage(size).put(size-512, []byte("EFI PART")), want: ErrHasPartitionTable, what: "backup", off: size - 512},
+		{name: "backup GPT 4Kn", im: newImage(size).put(size-4096, []byte("EFI PART")), want: ErrHasPartitionTable, what: "backup, 4K", off: size - 4096},
+		{name: "ext4", im: newImage(size).put(1080, u16le(0xef53)), want: ErrHasSignature, what: "ext2/3/4", off: 1080},
+		{name: "xfs", im: newImage(size).put(0, []byte("XFSB")), want: ErrHasSignature, what: "XFS", off: 0},
+		{name: "btrfs", im: newImage(size).put(0x10040, []byte("_BHRfS_M")), want: ErrHasSignature, what: "Btrfs", off: 0x10040},
+		{name: "btrfs mirror at 64 MiB", im: newImage(size+(1<<20)).put(64<<20+0x40, []byte("_BHRfS_M")), want: ErrHasSignature, what: "mirror", off: 64<<20 + 0x40},
+		{name: "fat12", im: newImage(size).put(54, []byte("FAT12   ")), want: ErrHasSignature, what: "FAT12", off: 54},
+		{name: "fat16", im: newImage(size).put(54, []byte("FAT16   ")), want: ErrHasSignature, what: "FAT16", off: 54},
+		{name: "fat32", im: newImage(size).put(82, []byte("FAT32   ")), want: ErrHasSignature, what: "FAT32", off: 82},
+		{name: "exfat", im: newImage(size).put(3, []byte("EXFAT   ")), want: ErrHasSignature, what: "exFAT", off: 3},
+		{name: "ntfs", im: newImage(size).put(3, []byte("NTFS    ")), want: ErrHasSignature, what: "NTFS", off: 3},
+		{name: "bitlocker", im: newImage(size).put(3, []byte("-FVE-FS-")), want: ErrHasSignature, what: "BitLocker", off: 3},
+		{name: "iso9660", im: newImage(size).put(32769, []byte("CD001")), want: ErrHasSignature, what: "ISO 9660", off: 32769},
+		{name: "udf", im: newImage(size).put(32769, []byte("NSR03")), want: ErrHasSignature, what: "UDF", off: 32769},
+		{name: "squashfs", im: newImage(size).put(0, []byte("hsqs")), want: ErrHasSignature, what: "SquashFS", off: 0},
+		{name: "f2fs", im: newImage(size).put(1024, u32le(0xf2f52010)), want: ErrHasSignature, what: "F2FS", off: 1024},
+		{name: "jfs", im: newImage(size).put(32768, []byte("JFS1")), want: ErrHasSignature, what: "JFS", off: 32768},
+		{name: "reiserfs", im: newImage(size).put(65536+52, []byte("ReIsEr2Fs")), want: ErrHasSignature, what: "ReiserFS", off: 65536 + 52},
+		{name: "nilfs2", im: newImage(size).put(1030, u16le(0x3434)), want: ErrHasSignature, what: "NILFS2", off: 1030},
+		{name: "lvm2 sector 0", im: newImage(size).put(0, []byte("LABELONE")), want: ErrHasSignature, what: "LVM2", off: 0},
+		{name: "lvm2 sector 1", im: newImage(size).put(512, []byte("LABELONE\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00LVM2 001")), want: ErrHasSignature, what: "LVM2", off: 512},
+		{name: "lvm2 sector 3", im: newImage(size).put(1536, []byte("LABELONE")), want: ErrHasSignature, what: "LVM2", off: 1536},
+		{name: "luks1", im: newImage(size).put(0, []byte("LUKS\xba\xbe\x00\x01")), want: ErrHasSignature, what: "LUKS header", off: 0},
+		{name: "luks2 secondary only", im: newImage(size).put(0x4000, []byte("SKUL\xba\xbe\x00\x02")), want: ErrHasSignature, what: "LUKS2 secondary", off: 0x4000},
+		{name: "luks2 secondary at 4 MiB", im: newImage(size).put(4<<20, []byte("SKUL\xba\xbe\x00\x02")), want: ErrHasSignature, what: "LUKS2 secondary", off: 4 << 20},
+		{name: "swap 4K pages", im: newImage(size).put(4096-10, []byte("SWAPSPACE2")), want: ErrHasSignature, what: "swap signature (4 KiB", off: 4086},
+		{name: "swap 64K pages", im: newImage(size).put(65536-10, []byte("SWAPSPACE2")), want: ErrHasSignature, what: "swap signature (64 KiB", off: 65526},
+		{name: "old swap", im: newImage(size).put(4096-10, []byte("SWAP-SPACE")), want: ErrHasSignature, what: "swap", off: 4086},
+		{name: "hibernation", im: newImage(size).put(4096-10, []byte("S1SUSPEND")), want: ErrHasSignature, what: "hibernation", off: 4086},
+		{name: "bcache", im: newImage(size).put(4096+24, []byte("\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")), want: ErrHasSignature, what: "bcache", off: 4120},
+		{name: "bcachefs", im: newImage(size).put(4096+24, []byte("\xc6\x85\x73\xf6\x66\xce\x90\xa9\xd9\x6a\x60\xcf\x80\x3d\xf7\xef")), want: ErrHasSignature, what: "bcachefs", off: 4120},
+		{name: "zfs label 0", im: newImage(size).put(128<<10+5<<10, u64le(0x00bab10c)), want: ErrHasSignature, what: "ZFS uberblock (label 0)", off: 128<<10 + 5<<10},
+		{name: "zfs label 1 big-endian", im: newImage(size).put(256<<10+128<<10, u64be(0x00bab10c)), want: ErrHasSignature, what: "label 1", off: 384 << 10},
+		{name: "zfs label 2 only", im: newImage(size).put(size-512<<10+128<<10+127<<10, u64le(0x00bab10c)), want: ErrHasSignature, what: "label 2", off: size - 512<<10 + 255<<10},
+		{name: "zfs label 3 only, unaligned size", im: newImage(size+4096).put(size-256<<10+128<<10, u64le(0x00bab10c)), want: ErrHasSignature, what: "label 3", off: size - 128<<10},
+		{name: "md wins the order", im: newImage(size).put(4096, sb12).put(1080, u16le(0xef53)), want: ErrHasMDSuperblock, off: 4096},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			err := CheckBlank(tt.im, tt.im.size)
+			if tt.want == nil {
+				c.Assert(err, qt.IsNil)
+				return
+			}
+			c.Assert(err, qt.ErrorIs, tt.want)
+			c.Assert(err, qt.ErrorIs, ErrNotBlank)
+			var nb *NotBlankError
+			c.Assert(errors.As(err, &nb), qt.IsTrue)
+			c.Check(nb.What, qt.Contains, tt.what)
+			c.Check(nb.Offset, qt.Equals, tt.off)
+			for _, other := range []error{ErrHasMDSuperblock, ErrHasPartitionTable, ErrHasSignature} {
+				if other != tt.want {
+					c.Check(errors.Is(err, other), qt.IsFalse, qt.Commentf("also matches %v", other))
+				}
+			}
+		})
+	}
+}
+
+type failingReader struct{ err error }
+
+func (f failingReader) ReadAt([]byte, int64) (int, error) { return 0, f.err }
+
+// TestCheckBlankReadError: a disk that cannot be read is never blank.
+func TestCheckBlankReadError(t *testing.T) {
+	c := qt.New(t)
+	boom := errors.New("boom")
+	err := CheckBlank(failingReader{boom}, 64<<20)
+	c.Assert(err, qt.ErrorIs, boom)
+	c.Assert(errors.Is(err, ErrNotBlank), qt.IsFalse)
+}
