@@ -19,6 +19,12 @@ type Config struct {
 	// opened below it by kernel name ("vdb", "cciss/c0d0") to read their
 	// superblocks.
 	DevRoot string
+	// RunDir holds the per-array lock files of replace; default
+	// DefaultRunDir (/run/mdraid).
+	RunDir string
+	// MountInfo is the mount table read to refuse mounted disks; default
+	// /proc/self/mountinfo.
+	MountInfo string
 }
 
 // Manager discovers md arrays and reports and changes their state. It
@@ -27,6 +33,7 @@ type Manager struct {
 	fs      sysfs.FS
 	devRoot string
 	open    func(name string) (device, error)
+	ops     ops // what changes the system: see primitives.go
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -65,7 +72,14 @@ func Open(cfg *Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("md: %w", err)
 	}
+	if c.RunDir == "" {
+		c.RunDir = DefaultRunDir
+	}
+	if c.MountInfo == "" {
+		c.MountInfo = "/proc/self/mountinfo"
+	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot}
+	m.ops = ops{k: sysKernel{fs: fsys, devRoot: c.DevRoot}, runDir: c.RunDir, mountInfo: c.MountInfo}
 	m.open = func(name string) (device, error) {
 		f, err := os.Open(filepath.Join(m.devRoot, filepath.FromSlash(name)))
 		if err != nil {

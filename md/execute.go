@@ -1,0 +1,351 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// Errors of the executor.
+var (
+	// ErrPlanChanged means the array or the candidate changed between
+	// planning and execution; nothing was written.
+	ErrPlanChanged = errors.New("md: the array or the disk changed since the plan was made")
+	// ErrReadBack means what was read back after writing the new
+	// superblock differs from what was written.
+	ErrReadBack = errors.New("md: read-back differs from what was written")
+	// ErrVerify means every step ran but the array does not look as
+	// planned afterwards.
+	ErrVerify = errors.New("md: replace did not take effect as planned")
+)
+
+// ExecError reports a replace that failed after it started changing the
+// system: the step that failed, the steps done before it, and in what
+// state the array and the disk were left. It unwraps to the cause, so
+// errors.Is(err, unix.EBUSY) works.
+type ExecError struct {
+	Array string
+	Step  StepKind
+	Done  []StepKind
+	// State says what the failure left behind and what to do next.
+	State string
+	Err   error
+}
+
+func (e *ExecError) Error() string {
+	return fmt.Sprintf("md: replace in %s failed at step %s: %v; %s", e.Array, e.Step, e.Err, e.State)
+}
+
+// Unwrap returns the cause.
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// ReplaceResult is what ExecuteReplace did.
+type ReplaceResult struct {
+	Plan *Plan `json:"plan"`
+	// Member is the new member's kernel name, Slot the slot it holds.
+	Member string `json:"member"`
+	Slot   int    `json:"slot"`
+	// SyncAction is what sync_action read when the result was verified:
+	// "recover" (rebuild running) or "idle" (already done).
+	SyncAction string `json:"sync_action"`
+	// Duration is the time from the start of ExecuteReplace to its
+	// return: the replace itself, not the rebuild.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// ExecuteReplace carries out a plan from PlanReplace:
+//
+//  1. it takes the array's exclusive lock (an error matching ErrLocked if
+//     another replace holds it);
+//  2. re-reads the array and the candidate and plans again, failing with
+//     ErrPlanChanged (wrapping any refusal) if anything that matters
+//     differs;
+//  3. removes the faulty member, retrying EBUSY a few times as mdadm does;
+//  4. freezes recovery if sync_action reads idle;
+//  5. writes the new member's superblock (and bitmap), synced and read
+//     back;
+//  6. adds the disk as a spare with ADD_NEW_DISK;
+//  7. for a hot replace, marks the old member want_replacement;
+//  8. pins the new member to the target slot through dev-NEW/slot;
+//  9. unfreezes, and checks that raid_disks is unchanged and that the
+//     new member holds the slot with recovery running or done.
+//
+// A failure after the first change is an *ExecError naming the step and
+// the state left behind. Cancelling ctx stops nothing once the first
+// change is made: the steps take milliseconds.
+//
+// # Interrupted runs
+//
+// If a replace dies after writing the superblock and before ADD_NEW_DISK,
+// the disk carries a superblock that makes it "not blank". Planning the
+// same replace again recognises it as its own (see ResumeWritten): the
+// only thing on the disk is one valid superblock of this array's version
+// at its location, with the array's set UUID, creation time, level and
+// raid_disks, events 0, role spare, no device flags, the array's data
+// offset, and a dev_number no bound member uses. The rerun writes the same
+// superblock again (keeping its device UUID and dev_number) and carries
+// on. If it died after ADD_NEW_DISK but before pinning the slot, recovery
+// is still frozen and the disk is an unslotted spare of this array; the
+// rerun pins the slot and unfreezes (ResumeAdded). Any other superblock
+// is refused as not blank.
+func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, error) {
+	start := time.Now()
+	if p == nil || len(p.Steps) == 0 {
+		return nil, errors.New("md: ExecuteReplace needs a plan from PlanReplace")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := p.UUID
+	if key == "" {
+		key = p.Array
+	}
+	unlock, err := lockArray(m.ops.runDir, key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	q, err := planReplace(m.arrayFacts(p.Array, p.req.Member), m.candidateFacts(p.req.With, p.req.AllowImageFile), p.req, p.devUUID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPlanChanged, err)
+	}
+	if d := planDiff(p, q); d != "" {
+		return nil, fmt.Errorf("%w: %s", ErrPlanChanged, d)
+	}
+
+	x := &execution{m: m, p: q}
+	for _, st := range q.Steps {
+		if err := x.step(st.Kind); err != nil {
+			return nil, x.failed(st.Kind, err)
+		}
+		x.done = append(x.done, st.Kind)
+		if m.ops.afterStep != nil {
+			if err := m.ops.afterStep(st.Kind); err != nil {
+				return nil, x.failed(st.Kind, err)
+			}
+		}
+	}
+	return &ReplaceResult{
+		Plan: q, Member: q.Candidate.Device, Slot: q.Slot,
+		SyncAction: string(x.action), Duration: time.Since(start),
+	}, nil
+}
+
+// planDiff says what differs between two plans for the same request, or
+// "" when they would do the same thing.
+func planDiff(p, q *Plan) string {
+	var d []string
+	if p.Slot != q.Slot {
+		d = append(d, fmt.Sprintf("slot %d is now %d", p.Slot, q.Slot))
+	}
+	if p.candDev != q.candDev || p.Candidate.SizeBytes != q.Candidate.SizeBytes {
+		d = append(d, "the candidate disk changed")
+	}
+	if p.DevNumber != q.DevNumber {
+		d = append(d, fmt.Sprintf("dev_number %d is now %d", p.DevNumber, q.DevNumber))
+	}
+	if p.UUID != q.UUID || p.RaidDisks != q.RaidDisks {
+		d = append(d, "the array changed")
+	}
+	if (p.Remove == nil) != (q.Remove == nil) || (p.Remove != nil && p.Remove.Device != q.Remove.Device) {
+		d = append(d, "the member to remove changed")
+	}
+	if p.Resume != q.Resume {
+		d = append(d, fmt.Sprintf("resume stage %q is now %q", p.Resume, q.Resume))
+	}
+	return strings.Join(d, "; ")
+}
+
+// execution is one run of a plan.
+type execution struct {
+	m      *Manager
+	p      *Plan
+	done   []StepKind
+	froze  bool
+	action sysfs.SyncAction
+}
+
+// Retry policy for HOT_REMOVE_DISK's EBUSY (mdadm: 5 tries, 10 ms apart).
+const (
+	removeTries = 5
+	removeWait  = 10 * time.Millisecond
+)
+
+func (x *execution) step(k StepKind) error {
+	p, kern := x.p, x.m.ops.k
+	switch k {
+	case StepRemove:
+		return hotRemove(kern, p.Array, p.Remove.dev)
+	case StepFreeze:
+		a, err := x.m.fs.Array(p.Array)
+		if err != nil {
+			return err
+		}
+		act, err := a.SyncAction()
+		if err != nil {
+			return err
+		}
+		if act != sysfs.ActionIdle && act != sysfs.ActionRecover {
+			return fmt.Errorf("%w: sync_action is %q", ErrArrayBusy, act)
+		}
+		if err := kern.SetSyncAction(p.Array, sysfs.ActionFrozen); err != nil {
+			return err
+		}
+		x.froze = true
+		return nil
+	case StepWriteSuperblock:
+		return kern.WriteDevice(p.Candidate.Path, p.lbs, p.regions)
+	case StepAdd:
+		return kern.AddNewDisk(p.Array, p.candDev)
+	case StepWantReplacement:
+		return kern.WriteState(p.Array, p.Replace.Device, sysfs.CmdWantReplacement)
+	case StepSetSlot:
+		return kern.SetSlot(p.Array, p.Candidate.Device, p.Slot)
+	case StepUnfreeze:
+		if err := kern.SetSyncAction(p.Array, sysfs.ActionIdle); err != nil {
+			return err
+		}
+		x.froze = false
+		return nil
+	case StepVerify:
+		return x.verify()
+	}
+	return fmt.Errorf("md: unknown step %q", k)
+}
+
+// hotRemove removes a member, retrying EBUSY a few times: the kernel
+// reports it while it has not yet noticed that a failed member's I/O
+// ended. A member that is already gone (ENXIO) counts as removed.
+func hotRemove(kern kernel, array string, dev sysfs.DevNum) error {
+	var err error
+	for i := 0; i < removeTries; i++ {
+		if i > 0 {
+			time.Sleep(removeWait)
+		}
+		err = kern.HotRemove(array, dev)
+		if err == nil || errors.Is(err, unix.ENXIO) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+	}
+	return err
+}
+
+// defaultVerifyTimeout bounds how long verify waits for the kernel to
+// start the rebuild after recovery is unfrozen (md's thread does it
+// asynchronously).
+const defaultVerifyTimeout = 5 * time.Second
+
+func (x *execution) verify() error {
+	timeout := x.m.ops.verifyTimeout
+	if timeout == 0 {
+		timeout = defaultVerifyTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := x.check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (x *execution) check() error {
+	p := x.p
+	a, err := x.m.fs.Array(p.Array)
+	if err != nil {
+		return err
+	}
+	rd, err := a.RaidDisks()
+	if err != nil {
+		return err
+	}
+	if !rd.Valid || int(rd.Value.Current) != p.raidDisks {
+		return fmt.Errorf("%w: raid_disks is %v, was %d", ErrVerify, rd, p.raidDisks)
+	}
+	mem, err := a.Member(p.Candidate.Device)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not a member: %w", ErrVerify, p.Candidate.Device, err)
+	}
+	slot, err := mem.Slot()
+	if err != nil {
+		return err
+	}
+	st, err := mem.State()
+	if err != nil {
+		return err
+	}
+	if int(slot) != p.Slot {
+		return fmt.Errorf("%w: %s holds slot %v, not %d", ErrVerify, p.Candidate.Device, slot, p.Slot)
+	}
+	if st.Has(sysfs.FlagFaulty) {
+		return fmt.Errorf("%w: %s is faulty", ErrVerify, p.Candidate.Device)
+	}
+	if p.Hot && !st.Has(sysfs.FlagReplacement) && !st.Has(sysfs.FlagInSync) {
+		return fmt.Errorf("%w: %s is %s, not the replacement of slot %d", ErrVerify, p.Candidate.Device, st, p.Slot)
+	}
+	act, err := a.SyncAction()
+	if err != nil {
+		return err
+	}
+	x.action = act
+	switch {
+	case act == sysfs.ActionRecover:
+		return nil
+	case act == sysfs.ActionIdle && st.Has(sysfs.FlagInSync):
+		return nil
+	}
+	return fmt.Errorf("%w: sync_action is %q and %s is %s; recovery into slot %d has not started", ErrVerify, act, p.Candidate.Device, st, p.Slot)
+}
+
+// failed turns a step's error into an *ExecError describing what is left,
+// unfreezing recovery first where that is safe.
+func (x *execution) failed(k StepKind, err error) error {
+	p := x.p
+	dev := p.Candidate.Path
+	e := &ExecError{Array: p.Array, Step: k, Done: append([]StepKind(nil), x.done...), Err: err}
+	unfreeze := func() string {
+		if !x.froze {
+			return ""
+		}
+		if uerr := x.m.ops.k.SetSyncAction(p.Array, sysfs.ActionIdle); uerr != nil {
+			return fmt.Sprintf(" Recovery is still frozen (unfreezing failed: %v): write idle to sync_action.", uerr)
+		}
+		return " Recovery was unfrozen."
+	}
+	wrote := false
+	for _, d := range x.done {
+		wrote = wrote || d == StepWriteSuperblock
+	}
+	switch k {
+	case StepRemove:
+		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.", p.Remove.Device, p.Array)
+	case StepFreeze:
+		e.State = "nothing was written."
+	case StepWriteSuperblock:
+		if wrote { // the fault hook ran after a complete write
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but is not a member. Run the same replace again to resume.%s", dev, p.Array, p.DevNumber, unfreeze())
+		} else {
+			e.State = fmt.Sprintf("the superblock write on %s failed and may be partial; %s is not a member. Wipe its superblock (mdadm --zero-superblock %s) before trying again.%s", dev, dev, dev, unfreeze())
+		}
+	case StepAdd:
+		e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added. Run the same replace again to resume, or wipe it (mdadm --zero-superblock %s).%s", dev, p.Array, p.DevNumber, dev, unfreeze())
+	case StepWantReplacement, StepSetSlot:
+		e.State = fmt.Sprintf("%s is a spare of %s without a slot. Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Candidate.Device, p.Array, p.Slot, p.Candidate.Device)
+	case StepUnfreeze:
+		e.State = fmt.Sprintf("%s holds slot %d but recovery is still frozen: write idle to /sys/block/%s/md/sync_action.", p.Candidate.Device, p.Slot, p.Array)
+	case StepVerify:
+		e.State = "every step ran, but the array does not look as planned; check mdctl status."
+	}
+	return e
+}

@@ -1,0 +1,252 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// writeCall is the WriteDevice call the fake records for a plan.
+func writeCall(p *Plan) string {
+	what := make([]string, len(p.regions))
+	for i, r := range p.regions {
+		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
+	}
+	return fmt.Sprintf("WriteDevice(vdz, %d, %s)", p.lbs, strings.Join(what, " "))
+}
+
+// replaceOn sets up a rig for an executor test: a fake kernel that shows
+// the candidate "vdz" as added, and a blank 64 MiB candidate.
+func replaceOn(t *testing.T, fixture string) (*replaceRig, string) {
+	r := newReplaceRig(t, fixture)
+	r.k.show = true
+	r.k.recover = "recover"
+	r.m.ops.verifyTimeout = 200 * time.Millisecond
+	return r, r.candidate(t, "vdz", 64<<20)
+}
+
+// TestExecuteReplaceSequence checks the exact kernel calls of a replace
+// and what ends up on the new disk.
+func TestExecuteReplaceSequence(t *testing.T) {
+	tests := []struct {
+		fixture string
+		req     ReplaceRequest
+		want    func(p *Plan) []string
+	}{
+		{fixture: "raid1-failed", req: ReplaceRequest{Member: "vdb"}, want: func(p *Plan) []string {
+			return []string{
+				"HotRemove(md0, 254:16)",
+				"SetSyncAction(md0, frozen)",
+				writeCall(p),
+				"AddNewDisk(md0, 0:0)",
+				"SetSlot(md0, vdz, 1)",
+				"SetSyncAction(md0, idle)",
+			}
+		}},
+		{fixture: "raid1-degraded-missing", want: func(p *Plan) []string {
+			return []string{
+				"SetSyncAction(md0, frozen)",
+				writeCall(p),
+				"AddNewDisk(md0, 0:0)",
+				"SetSlot(md0, vdz, 1)",
+				"SetSyncAction(md0, idle)",
+			}
+		}},
+		{fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(3)}, want: func(p *Plan) []string {
+			return []string{
+				"SetSyncAction(md0, frozen)",
+				writeCall(p),
+				"AddNewDisk(md0, 0:0)",
+				"SetSlot(md0, vdz, 3)",
+				"SetSyncAction(md0, idle)",
+			}
+		}},
+		{fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true, Member: "vdb"}, want: func(p *Plan) []string {
+			return []string{
+				"SetSyncAction(md0, frozen)",
+				writeCall(p),
+				"AddNewDisk(md0, 0:0)",
+				"WriteState(md0, vdb, want_replacement)",
+				"SetSlot(md0, vdz, 1)",
+				"SetSyncAction(md0, idle)",
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, tt.fixture)
+			if tt.req.Hot {
+				r.k.slotState = "spare,replacement"
+			}
+			req := tt.req
+			req.Array, req.With, req.AllowImageFile = r.name, path, true
+			res, err := r.m.Replace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			c.Check(r.k.Calls(), qt.DeepEquals, tt.want(res.Plan))
+			c.Check(res.Member, qt.Equals, "vdz")
+			c.Check(res.Slot, qt.Equals, res.Plan.Slot)
+			c.Check(res.SyncAction, qt.Equals, "recover")
+			c.Check(res.Duration > 0, qt.IsTrue)
+
+			// What the disk now carries is the planned superblock.
+			f, err := os.Open(path)
+			c.Assert(err, qt.IsNil)
+			defer f.Close()
+			sb, err := superblock.Read(f, 64<<20, res.Plan.Superblock.Version)
+			c.Assert(err, qt.IsNil)
+			c.Check(sb.SetUUID, qt.Equals, res.Plan.Superblock.SetUUID)
+			c.Check(sb.Role(), qt.Equals, superblock.RoleSpare)
+			c.Check(sb.Events, qt.Equals, uint64(0))
+		})
+	}
+}
+
+func TestExecuteReplaceLocked(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	unlock, err := lockArray(r.m.ops.runDir, p.UUID)
+	c.Assert(err, qt.IsNil)
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.ErrorIs, ErrLocked)
+	var le *LockedError
+	c.Assert(errors.As(err, &le), qt.IsTrue)
+	c.Check(le.PID, qt.Equals, os.Getpid())
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	unlock()
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.IsNil)
+}
+
+// TestExecuteReplacePlanChanged: the executor re-reads the array and
+// refuses, writing nothing, when it changed since planning.
+func TestExecuteReplacePlanChanged(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	c.Assert(os.WriteFile(r.k.attr(r.name, "sync_action"), []byte("check\n"), 0o644), qt.IsNil)
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, ErrArrayBusy)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+
+	// A filesystem appeared on the candidate.
+	c.Assert(os.WriteFile(r.k.attr(r.name, "sync_action"), []byte("idle\n"), 0o644), qt.IsNil)
+	fd, err := os.OpenFile(path, os.O_WRONLY, 0)
+	c.Assert(err, qt.IsNil)
+	_, err = fd.WriteAt([]byte("XFSB"), 0)
+	fd.Close()
+	c.Assert(err, qt.IsNil)
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, ErrHasSignature)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+}
+
+// TestExecuteReplaceAddFails: ADD_NEW_DISK fails; the error says what the
+// disk now carries, recovery is unfrozen, and the same replace run again
+// resumes with the superblock it wrote.
+func TestExecuteReplaceAddFails(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-failed")
+	r.k.fail = map[string]error{"AddNewDisk": &os.PathError{Op: "ioctl ADD_NEW_DISK", Path: "/dev/md0", Err: unix.EBUSY}}
+	req := ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true}
+	p1, err := r.m.PlanReplace(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	_, err = r.m.ExecuteReplace(context.Background(), p1)
+	c.Assert(err, qt.ErrorIs, unix.EBUSY)
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Step, qt.Equals, StepAdd)
+	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepRemove, StepFreeze, StepWriteSuperblock})
+	c.Check(ee.State, qt.Contains, "Run the same replace again")
+	c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
+	calls := r.k.Calls()
+	c.Check(calls[len(calls)-1], qt.Equals, "SetSyncAction(md0, idle)")
+	t.Log(err)
+
+	r.k.fail = nil
+	r.k.calls = nil
+	res, err := r.m.Replace(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
+	c.Check(res.Plan.DeviceUUID, qt.Equals, p1.DeviceUUID)
+	c.Check(res.Plan.Remove, qt.IsNil) // vdb went in the first run
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{
+		"SetSyncAction(md0, frozen)",
+		writeCall(res.Plan),
+		"AddNewDisk(md0, 0:0)",
+		"SetSlot(md0, vdz, 1)",
+		"SetSyncAction(md0, idle)",
+	})
+}
+
+// TestExecuteReplaceSlotFails: pinning the slot fails; recovery stays
+// frozen so that the kernel cannot rebuild into another slot.
+func TestExecuteReplaceSlotFails(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	r.k.fail = map[string]error{"SetSlot": unix.EBUSY}
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Step, qt.Equals, StepSetSlot)
+	c.Check(ee.State, qt.Contains, "left frozen")
+	calls := r.k.Calls()
+	c.Check(calls[len(calls)-1], qt.Equals, "SetSlot(md0, vdz, 1)")
+
+}
+
+// TestExecuteReplaceVerifyFails: every step ran but recovery did not
+// start into the slot.
+func TestExecuteReplaceVerifyFails(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	r.k.recover = "" // sync_action stays idle, the member a spare
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.ErrorIs, ErrVerify)
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Step, qt.Equals, StepVerify)
+}
+
+// TestExecuteReplaceConcurrent: two replaces of one array at once, each
+// with its own disk: exactly one succeeds.
+func TestExecuteReplaceConcurrent(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	other := r.candidate(t, "vdy", 64<<20)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, p := range []string{path, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: p, AllowImageFile: true})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else {
+			c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
+			t.Log(err)
+		}
+	}
+	c.Check(ok, qt.Equals, 1)
+}

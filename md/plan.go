@@ -1,0 +1,884 @@
+package md
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// This file holds the replace decision: planReplace turns what was read
+// about an array and a candidate disk into a Plan or a typed refusal. It
+// reads nothing and writes nothing.
+
+// ErrRefused is matched by every *RefusedError: the planner refused and
+// nothing was written.
+var ErrRefused = errors.New("md: replace refused")
+
+// Refusal reasons. A *RefusedError wraps exactly one of them (or, for a
+// disk that is not blank, a *NotBlankError), so errors.Is(err,
+// ErrNoEmptySlot) and errors.As(err, &notBlank) both work.
+var (
+	// ErrUnsupportedArray: the array has no redundancy (raid0, linear) or
+	// external metadata; there is nothing to rebuild a member from.
+	ErrUnsupportedArray = errors.New("md: array level or metadata cannot take a replacement")
+	// ErrArrayInactive: the array is assembled but not running.
+	ErrArrayInactive = errors.New("md: array is not running")
+	// ErrArrayFailed: the array has lost data; a rebuild cannot help.
+	ErrArrayFailed = errors.New("md: array has failed")
+	// ErrArrayReadOnly: the array is read-only; the kernel refuses new
+	// members.
+	ErrArrayReadOnly = errors.New("md: array is read-only")
+	// ErrArrayBusy: a resync, recovery, check, repair, reshape or
+	// replacement is running or pending, or recovery is frozen by someone
+	// else. One change at a time.
+	ErrArrayBusy = errors.New("md: array is busy")
+	// ErrNoEmptySlot: every slot holds a healthy member; the new disk
+	// would only become a spare.
+	ErrNoEmptySlot = errors.New("md: array has no empty or faulty slot")
+	// ErrSlotAmbiguous: several slots are empty and none was named.
+	ErrSlotAmbiguous = errors.New("md: several slots are empty; name one")
+	// ErrSlotInvalid: the named slot is out of range or held by a healthy
+	// member.
+	ErrSlotInvalid = errors.New("md: slot cannot be filled")
+	// ErrMemberInvalid: the named old member is not in the array, or not
+	// in the state the operation needs (faulty for a replace, in sync for a
+	// hot replace).
+	ErrMemberInvalid = errors.New("md: member cannot be replaced")
+	// ErrNotBlockDevice: the candidate is not a block device.
+	ErrNotBlockDevice = errors.New("md: candidate is not a block device")
+	// ErrCandidateMember: the candidate is an md array or a member of one.
+	ErrCandidateMember = errors.New("md: candidate is an array or an array member")
+	// ErrCandidateBusy: the candidate is mounted, has holders, is opened
+	// exclusively by someone else, or is read-only.
+	ErrCandidateBusy = errors.New("md: candidate is in use")
+	// ErrCandidateTooSmall: the candidate cannot hold the data offset,
+	// the component size and the metadata the array needs.
+	ErrCandidateTooSmall = errors.New("md: candidate is too small")
+)
+
+// RefusedError is the planner's refusal: which check failed and why.
+// It matches ErrRefused, and unwraps to the reason's sentinel (or to a
+// *NotBlankError).
+type RefusedError struct {
+	Array  string
+	Check  string
+	Reason string
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("md: refusing to replace in %s: %s", e.Array, e.Reason)
+}
+
+// Unwrap returns the reason.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// CheckStatus is the outcome of one planner check.
+type CheckStatus string
+
+// Check outcomes.
+const (
+	CheckPass CheckStatus = "pass"
+	CheckFail CheckStatus = "fail"
+	CheckSkip CheckStatus = "skip" // could not be decided because an earlier check failed
+)
+
+// PlanCheck is one thing the planner verified, with its reason.
+type PlanCheck struct {
+	Name   string      `json:"name"`
+	Status CheckStatus `json:"status"`
+	Reason string      `json:"reason"`
+}
+
+// StepKind names one step of an executed plan.
+type StepKind string
+
+// Steps, in the order a plan lists them.
+const (
+	StepRemove          StepKind = "remove"           // HOT_REMOVE_DISK the faulty old member
+	StepFreeze          StepKind = "freeze"           // sync_action frozen
+	StepWriteSuperblock StepKind = "write-superblock" // the new member's superblock (and bitmap)
+	StepAdd             StepKind = "add"              // ADD_NEW_DISK, state 0: a spare
+	StepWantReplacement StepKind = "want-replacement" // hot: dev-OLD/state want_replacement
+	StepSetSlot         StepKind = "set-slot"         // dev-NEW/slot: pin the target slot
+	StepUnfreeze        StepKind = "unfreeze"         // sync_action idle: recovery starts
+	StepVerify          StepKind = "verify"           // raid_disks unchanged, recovery into the slot
+)
+
+// Step is one action of a plan.
+type Step struct {
+	Kind   StepKind `json:"kind"`
+	Detail string   `json:"detail"`
+}
+
+// ResumeStage says how much of an interrupted replace a plan finds done.
+type ResumeStage string
+
+// Resume stages.
+const (
+	// ResumeNone: a fresh replace.
+	ResumeNone ResumeStage = ""
+	// ResumeWritten: the candidate carries the superblock an earlier run
+	// wrote, but was never added. The plan rewrites it (same device UUID
+	// and dev_number) and carries on.
+	ResumeWritten ResumeStage = "superblock-written"
+	// ResumeAdded: the candidate was added as a spare with recovery
+	// frozen, but its slot was not pinned. The plan pins it and unfreezes.
+	ResumeAdded ResumeStage = "added"
+)
+
+// PlanMember names a member a plan acts on.
+type PlanMember struct {
+	Device string `json:"device"` // kernel name
+	DevNum string `json:"devnum"`
+	Slot   int    `json:"slot"`
+	dev    sysfs.DevNum
+}
+
+// Write is a region the plan writes on the candidate.
+type Write struct {
+	What   string `json:"what"`
+	Offset int64  `json:"offset"`
+	Length int    `json:"length"`
+}
+
+// Plan is a decided replace: what will be done, and every check made to
+// decide it. Manager.PlanReplace returns it (also, with the failed check,
+// alongside a refusal); Manager.ExecuteReplace carries it out.
+type Plan struct {
+	Array     string `json:"array"`
+	UUID      string `json:"uuid"`
+	Metadata  string `json:"metadata"`
+	Level     string `json:"level"`
+	RaidDisks int    `json:"raid_disks"`
+	Hot       bool   `json:"hot"`
+	// Slot is the slot the new disk will fill, or -1 when none could be
+	// chosen.
+	Slot      int        `json:"slot"`
+	Candidate *Candidate `json:"candidate"`
+	// Remove is the faulty member unbound first, if any.
+	Remove *PlanMember `json:"remove,omitempty"`
+	// Replace is the live member a hot replace replaces.
+	Replace *PlanMember `json:"replace,omitempty"`
+	// Source is the in-sync member whose superblock is cloned.
+	Source     string      `json:"source,omitempty"`
+	DevNumber  uint32      `json:"dev_number"`
+	DeviceUUID string      `json:"device_uuid,omitempty"`
+	Resume     ResumeStage `json:"resume,omitempty"`
+	Writes     []Write     `json:"writes,omitempty"`
+	Steps      []Step      `json:"steps"`
+	Checks     []PlanCheck `json:"checks"`
+	// Superblock is the new member's superblock, as it will be written.
+	Superblock *superblock.Superblock `json:"-"`
+
+	req        ReplaceRequest
+	devUUID    uuid.UUID
+	regions    []region
+	lbs        int64
+	raidDisks  int
+	candDev    sysfs.DevNum
+	freeze     bool
+	actionSeen sysfs.SyncAction
+}
+
+// Candidate is what was learnt about the disk offered as the new member.
+// Manager.PlanReplace gathers it; the planner decides from it alone.
+type Candidate struct {
+	Path string `json:"path"`
+	// Device is the kernel name ("vdc"); empty for an image file.
+	Device           string `json:"device,omitempty"`
+	DevNum           string `json:"devnum,omitempty"`
+	SizeBytes        int64  `json:"size_bytes"`
+	LogicalBlockSize int64  `json:"logical_block_size"`
+	BlockDevice      bool   `json:"block_device"`
+	// Image is a regular file accepted because the request allows image
+	// files (tests only).
+	Image    bool `json:"image,omitempty"`
+	ReadOnly bool `json:"read_only,omitempty"`
+	// IsArray is set when the candidate is itself an md array.
+	IsArray bool `json:"is_array,omitempty"`
+	// MemberOf lists the arrays the candidate is bound to.
+	MemberOf []string `json:"member_of,omitempty"`
+	// Holders are the devices stacked on the candidate (sysfs holders/).
+	Holders []string `json:"holders,omitempty"`
+	// Partitions are the kernel's partitions of the candidate.
+	Partitions []string `json:"partitions,omitempty"`
+	// Mounts are the mount points of the candidate or its partitions.
+	Mounts []string `json:"mounts,omitempty"`
+	// ExclusiveBusy is set when an O_EXCL open failed with EBUSY.
+	ExclusiveBusy bool `json:"exclusive_busy,omitempty"`
+	// Findings are what CheckBlank's scan recognised, md superblocks
+	// first.
+	Findings []*NotBlankError `json:"findings,omitempty"`
+	// Error says what could not be read; the candidate is refused.
+	Error string `json:"error,omitempty"`
+
+	dev  sysfs.DevNum
+	mdsb []*superblock.Superblock // superblocks that decoded without error
+}
+
+// arrayFacts is what the planner knows about the array.
+type arrayFacts struct {
+	s *snapshot
+	// bitmap is the bitmap superblock of the clone source, when the array
+	// has an internal bitmap.
+	bitmap    *superblock.Bitmap
+	bitmapErr error
+	// member is ReplaceRequest.Member resolved to a kernel name.
+	member string
+}
+
+// cloneSource picks the member whose superblock a new member is cloned
+// from: an in-sync member with the most events, the lowest slot on ties.
+func cloneSource(s *snapshot) *memberSnap {
+	var best *memberSnap
+	for i := range s.members {
+		ms := &s.members[i]
+		if ms.sb == nil || !ms.state.Has(sysfs.FlagInSync) || ms.state.Has(sysfs.FlagFaulty) || ms.Error != "" {
+			continue
+		}
+		if best == nil || ms.sb.Events > best.sb.Events || (ms.sb.Events == best.sb.Events && ms.Slot < best.Slot) {
+			best = ms
+		}
+	}
+	return best
+}
+
+// planner accumulates checks.
+type planner struct {
+	p     *Plan
+	first error
+}
+
+func (pl *planner) pass(name, format string, args ...any) {
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckPass, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (pl *planner) skip(name, reason string) {
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckSkip, Reason: reason})
+}
+
+func (pl *planner) fail(name string, err error, format string, args ...any) {
+	reason := fmt.Sprintf(format, args...)
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckFail, Reason: reason})
+	if pl.first == nil {
+		pl.first = &RefusedError{Array: pl.p.Array, Check: name, Reason: reason, Err: err}
+	}
+}
+
+// Check names.
+const (
+	checkArray     = "array kind"
+	checkRunning   = "array running"
+	checkIdle      = "one change at a time"
+	checkMember    = "old member"
+	checkSlot      = "target slot"
+	checkBlockDev  = "candidate is a block device"
+	checkNotMember = "candidate is no array member"
+	checkNotInUse  = "candidate is not in use"
+	checkBlank     = "candidate is blank"
+	checkSize      = "candidate is big enough"
+	checkSource    = "superblock to clone"
+)
+
+// planReplace is the replace decision. It turns the facts about the array
+// and the candidate into a plan, or into a *RefusedError for the first
+// check that failed; the plan, with every check, is returned in both
+// cases. devUUID is the device UUID the new superblock gets unless the
+// candidate already carries one of an interrupted run.
+func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
+	s := f.s
+	a := build(s, "/dev")
+	p := &Plan{
+		Array: s.name, UUID: a.UUID, Metadata: s.metadata.Raw, Level: a.Level,
+		RaidDisks: a.RaidDisks, Hot: req.Hot, Slot: -1, Candidate: c,
+		req: req, raidDisks: a.RaidDisks, candDev: c.dev, actionSeen: s.action,
+	}
+	pl := &planner{p: p}
+
+	// The array.
+	lvl := sysfs.Level(a.Level)
+	switch {
+	case s.metadata.Kind != sysfs.MetadataNative:
+		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata", s.metadata.Raw)
+	case !lvl.Redundant():
+		pl.fail(checkArray, ErrUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
+	default:
+		pl.pass(checkArray, "%s with %s metadata", a.Level, s.metadata.Raw)
+	}
+	switch {
+	case a.Availability == Inactive:
+		pl.fail(checkRunning, ErrArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
+	case a.Availability == Failed:
+		pl.fail(checkRunning, ErrArrayFailed, "array has failed (state %q): too few in-sync members to rebuild from", a.State)
+	case s.state == sysfs.StateReadonly:
+		pl.fail(checkRunning, ErrArrayReadOnly, "array is read-only")
+	default:
+		pl.pass(checkRunning, "array is %s (state %q)", a.Availability, a.State)
+	}
+
+	// Who is the candidate to this array: a fresh disk, or one an
+	// interrupted run left half done?
+	var bound *memberSnap // the candidate, if bound to this array
+	for i := range s.members {
+		if c.Device != "" && s.members[i].Device == c.Device {
+			bound = &s.members[i]
+		}
+	}
+	if bound != nil && len(c.MemberOf) == 1 && s.action == sysfs.ActionFrozen &&
+		!bound.state.Has(sysfs.FlagFaulty) && !bound.state.Has(sysfs.FlagInSync) && bound.Slot < 0 {
+		p.Resume = ResumeAdded
+	}
+
+	// One change at a time.
+	busy := ""
+	switch {
+	case s.action == sysfs.ActionFrozen && p.Resume == ResumeNone && !oursOnDisk(f, c):
+		busy = "recovery is frozen by someone else (sync_action frozen)"
+	case s.action != "" && s.action != sysfs.ActionIdle && s.action != sysfs.ActionFrozen:
+		busy = fmt.Sprintf("a %s is running", s.action)
+	case s.progress.State == sysfs.ProgressDelayed:
+		busy = "a sync is pending (sync_completed delayed)"
+	}
+	for _, sl := range a.Slots {
+		if busy == "" && sl.State == SlotRebuilding {
+			busy = fmt.Sprintf("slot %d is being rebuilt (%s)", sl.Slot, sl.Member.Device)
+		}
+		if busy == "" && sl.Replacement != nil {
+			busy = fmt.Sprintf("slot %d is being replaced by %s", sl.Slot, sl.Replacement.Device)
+		}
+	}
+	for _, ms := range s.members {
+		if busy == "" && ms.state.Has(sysfs.FlagWantReplacement) && p.Resume == ResumeNone {
+			busy = fmt.Sprintf("%s waits for a replacement", ms.Device)
+		}
+	}
+	if busy != "" {
+		pl.fail(checkIdle, ErrArrayBusy, "%s; wait for it to finish", busy)
+	} else {
+		pl.pass(checkIdle, "sync_action %q, no rebuild or replacement running", s.action)
+	}
+
+	// The old member.
+	var old *memberSnap
+	if f.member != "" {
+		for i := range s.members {
+			if s.members[i].Device == f.member {
+				old = &s.members[i]
+			}
+		}
+	}
+	switch {
+	case req.Hot && f.member == "":
+		pl.fail(checkMember, ErrMemberInvalid, "a hot replace needs the member to replace (--member)")
+	case f.member == "":
+		pl.pass(checkMember, "none named")
+	case old == nil && !req.Hot && (p.Resume != ResumeNone || oursOnDisk(f, c)):
+		pl.pass(checkMember, "%s is no longer bound: removed by the interrupted run", f.member)
+	case old == nil:
+		pl.fail(checkMember, ErrMemberInvalid, "%s is not a member of %s", f.member, s.name)
+	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Has(sysfs.FlagFaulty) || old.Slot < 0):
+		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
+	case req.Hot:
+		p.Replace = &PlanMember{Device: old.Device, DevNum: old.DevNum, Slot: old.Slot}
+		pl.pass(checkMember, "%s is in sync in slot %d", old.Device, old.Slot)
+	case !old.state.Has(sysfs.FlagFaulty):
+		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
+	default:
+		p.Remove = &PlanMember{Device: old.Device, DevNum: old.DevNum, Slot: old.Slot}
+		pl.pass(checkMember, "%s is faulty and will be removed", old.Device)
+	}
+
+	// The target slot.
+	planSlot(pl, a, req, old)
+	if p.Slot >= 0 && !req.Hot && p.Remove == nil {
+		if sl := a.Slots[p.Slot]; sl.State == SlotFaulty && sl.Member != nil {
+			// The faulty member still holds the slot (recovery frozen):
+			// it must go first.
+			for _, ms := range s.members {
+				if ms.Device == sl.Member.Device {
+					p.Remove = &PlanMember{Device: ms.Device, DevNum: ms.DevNum, Slot: ms.Slot}
+				}
+			}
+		}
+	}
+	if p.Remove != nil {
+		p.Remove.dev, _ = sysfs.ParseDevNum(p.Remove.DevNum)
+	}
+	if p.Replace != nil {
+		p.Replace.dev, _ = sysfs.ParseDevNum(p.Replace.DevNum)
+	}
+
+	// The candidate.
+	planCandidate(pl, f, c, bound)
+
+	// The new superblock.
+	planSuperblock(pl, f, c, devUUID)
+
+	if pl.first != nil {
+		return p, pl.first
+	}
+	planSteps(p)
+	return p, nil
+}
+
+// planSlot decides which slot the new disk fills.
+func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
+	p := pl.p
+	if a.RaidDisks == 0 {
+		pl.skip(checkSlot, "the array has no slots to look at")
+		return
+	}
+	if req.Hot {
+		switch {
+		case old == nil || old.Slot < 0:
+			pl.skip(checkSlot, "no in-sync member to replace")
+		case req.Slot != nil && *req.Slot != old.Slot:
+			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but %s holds slot %d", *req.Slot, old.Device, old.Slot)
+		default:
+			p.Slot = old.Slot
+			pl.pass(checkSlot, "slot %d, held by %s until the copy completes", p.Slot, old.Device)
+		}
+		return
+	}
+	var empty []int
+	for _, sl := range a.Slots {
+		if sl.State == SlotMissing || sl.State == SlotFaulty {
+			empty = append(empty, sl.Slot)
+		}
+	}
+	if req.Slot != nil {
+		n := *req.Slot
+		switch {
+		case n < 0 || n >= a.RaidDisks:
+			pl.fail(checkSlot, ErrSlotInvalid, "slot %d is out of range: the array has slots 0 to %d", n, a.RaidDisks-1)
+		case a.Slots[n].State != SlotMissing && a.Slots[n].State != SlotFaulty:
+			pl.fail(checkSlot, ErrSlotInvalid, "slot %d is %s (%s), not empty or faulty", n, a.Slots[n].State, a.Slots[n].Member.Device)
+		case old != nil && old.Slot >= 0 && old.Slot != n:
+			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but %s holds slot %d", n, old.Device, old.Slot)
+		default:
+			p.Slot = n
+			pl.pass(checkSlot, "slot %d (named) is %s", n, a.Slots[n].State)
+		}
+		return
+	}
+	switch {
+	case old != nil && old.Slot >= 0:
+		p.Slot = old.Slot
+		pl.pass(checkSlot, "slot %d, held by the faulty %s", p.Slot, old.Device)
+	case len(empty) == 0:
+		pl.fail(checkSlot, ErrNoEmptySlot, "all %d slots hold healthy members; the disk would only become a spare", a.RaidDisks)
+	case len(empty) > 1:
+		pl.fail(checkSlot, ErrSlotAmbiguous, "slots %s are empty; name one with --slot", joinInts(empty))
+	default:
+		p.Slot = empty[0]
+		pl.pass(checkSlot, "slot %d is the only empty slot", p.Slot)
+	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// planCandidate checks the candidate disk.
+func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
+	p := pl.p
+	s := f.s
+	switch {
+	case c.BlockDevice:
+		pl.pass(checkBlockDev, "%s is block device %s (%s)", c.Path, c.Device, c.DevNum)
+	case c.Image:
+		pl.pass(checkBlockDev, "%s is an image file (allowed for tests)", c.Path)
+	case c.Error != "":
+		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s: %s", c.Path, c.Error)
+	default:
+		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s is not a block device", c.Path)
+	}
+	resumeAdded := p.Resume == ResumeAdded
+	switch {
+	case c.IsArray:
+		pl.fail(checkNotMember, ErrCandidateMember, "%s is an md array itself", c.Path)
+	case resumeAdded:
+		pl.pass(checkNotMember, "%s is the spare an interrupted run added to %s; it will be resumed", c.Device, s.name)
+	case bound != nil:
+		pl.fail(checkNotMember, ErrCandidateMember, "%s is already a member of %s (%s)", c.Device, s.name, bound.state)
+	case len(c.MemberOf) > 0:
+		pl.fail(checkNotMember, ErrCandidateMember, "%s is a member of %s", c.Device, strings.Join(c.MemberOf, ", "))
+	default:
+		pl.pass(checkNotMember, "not a member of any array")
+	}
+	var inUse []string
+	if len(c.Holders) > 0 && !(resumeAdded && len(c.Holders) == 1 && c.Holders[0] == s.name) {
+		inUse = append(inUse, "held by "+strings.Join(c.Holders, ", "))
+	}
+	if len(c.Mounts) > 0 {
+		inUse = append(inUse, "mounted on "+strings.Join(c.Mounts, ", "))
+	}
+	if c.ExclusiveBusy && !resumeAdded {
+		inUse = append(inUse, "opened exclusively by another program")
+	}
+	if c.ReadOnly {
+		inUse = append(inUse, "read-only")
+	}
+	if len(inUse) > 0 {
+		pl.fail(checkNotInUse, ErrCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
+	} else {
+		pl.pass(checkNotInUse, "not mounted, no holders, not opened exclusively")
+	}
+
+	var other []*NotBlankError
+	for _, fd := range c.Findings {
+		if fd.Kind != KindMDSuperblock || !(resumeAdded || oursOnDisk(f, c)) {
+			other = append(other, fd)
+		}
+	}
+	if len(c.Partitions) > 0 {
+		other = append(other, &NotBlankError{Kind: KindPartitionTable, What: "kernel partitions " + strings.Join(c.Partitions, ", ")})
+	}
+	switch {
+	case len(other) > 0:
+		reason := other[0].What + fmt.Sprintf(" at byte %d", other[0].Offset)
+		if len(other) > 1 {
+			reason += fmt.Sprintf(" (and %d more findings)", len(other)-1)
+		}
+		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: CheckFail, Reason: reason})
+		if pl.first == nil {
+			pl.first = &RefusedError{Array: p.Array, Check: checkBlank, Reason: fmt.Sprintf("%s is not blank: %s", c.Path, reason), Err: other[0]}
+		}
+	case resumeAdded:
+		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run")
+	case len(c.Findings) > 0:
+		if p.Resume == ResumeNone {
+			p.Resume = ResumeWritten
+		}
+		pl.pass(checkBlank, "carries only the spare superblock an interrupted run of this replace wrote (dev_number %d); resuming", c.mdsb[0].DevNumber)
+	default:
+		pl.pass(checkBlank, "no md superblock, partition table or known signature")
+	}
+}
+
+// oursOnDisk reports whether the candidate carries exactly one md
+// superblock, and it is the one an interrupted replace into this array
+// wrote: valid, of the array's version and at its location, with the
+// array's set UUID, creation time, level and raid_disks, events 0, role
+// spare at its own dev_number, no device flags, and a dev_number that no
+// bound member uses. Anything else on the disk makes it "not blank".
+func oursOnDisk(f arrayFacts, c *Candidate) bool {
+	if len(c.Findings) != 1 || c.Findings[0].Kind != KindMDSuperblock || len(c.mdsb) != 1 {
+		return false
+	}
+	got := c.mdsb[0]
+	src := cloneSource(f.s)
+	if src == nil || got.Version != src.sb.Version || got.DiskOffset != c.Findings[0].Offset {
+		return false
+	}
+	if got.SetUUID != src.sb.SetUUID || got.CTime != src.sb.CTime || got.Level != src.sb.Level ||
+		got.RaidDisks != src.sb.RaidDisks || got.Events != 0 || got.Role() != superblock.RoleSpare {
+		return false
+	}
+	n := got.DevNumber
+	if got.Version == superblock.Version090 {
+		n = got.ThisDisk.Number
+		if got.ThisDisk.State != 0 {
+			return false
+		}
+	} else if got.DevFlags != 0 || got.DataOffset != src.sb.DataOffset {
+		return false
+	}
+	_, used := usedDevNumbers(f.s)[n]
+	return !used
+}
+
+// usedDevNumbers returns the descriptor numbers of the bound members.
+func usedDevNumbers(s *snapshot) map[uint32]bool {
+	used := map[uint32]bool{}
+	for _, ms := range s.members {
+		if ms.DevNumber != nil {
+			used[*ms.DevNumber] = true
+		}
+	}
+	return used
+}
+
+// chooseDevNumber picks the descriptor number of a new member as mdadm
+// does: the lowest number at or above raid_disks that no bound member
+// uses. 0.90 numbers must stay below 27.
+func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version) (uint32, error) {
+	used := usedDevNumbers(s)
+	limit := uint32(superblock.MaxDev1)
+	if v == superblock.Version090 {
+		limit = superblock.Disks090
+	}
+	for n := uint32(raidDisks); n < limit; n++ {
+		if !used[n] {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("md: no free descriptor number below %d", limit)
+}
+
+// planSuperblock builds the new member's superblock and the writes.
+func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) {
+	p := pl.p
+	src := cloneSource(f.s)
+	if src == nil {
+		pl.fail(checkSource, ErrArrayFailed, "no in-sync member with a readable superblock to clone")
+		pl.skip(checkSize, "no superblock to size against")
+		return
+	}
+	p.Source = src.Device
+	if p.Resume == ResumeAdded {
+		pl.pass(checkSource, "not needed: the candidate is already a member")
+		pl.pass(checkSize, "accepted by the kernel when it was added")
+		return
+	}
+	if src.sb.HasBitmap() && f.bitmap == nil {
+		pl.fail(checkSource, ErrArrayFailed, "cannot read the bitmap of %s: %v", src.Device, f.bitmapErr)
+		return
+	}
+	pl.pass(checkSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
+	if c.SizeBytes <= 0 || (!c.BlockDevice && !c.Image) {
+		pl.skip(checkSize, "candidate size unknown")
+		return
+	}
+	var n uint32
+	if p.Resume == ResumeWritten {
+		got := c.mdsb[0]
+		n, devUUID = got.DevNumber, got.DeviceUUID
+		if got.Version == superblock.Version090 {
+			n = got.ThisDisk.Number
+		}
+	} else {
+		var err error
+		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version); err != nil {
+			pl.fail(checkSize, ErrCandidateTooSmall, "%v", err)
+			return
+		}
+	}
+	component := f.s.component * 2 // sectors
+	sb, err := newMemberSuperblock(src.sb, c.SizeBytes, n, devUUID, c.dev)
+	if err == nil && sb.Version.Is1x() && sb.DataSize < component {
+		err = fmt.Errorf("%w: %d data sectors, the array uses %d", ErrCandidateTooSmall, sb.DataSize, component)
+	}
+	if err == nil && sb.Version == superblock.Version090 && uint64(sb.DiskOffset/512) < component {
+		err = fmt.Errorf("%w: %d sectors before the superblock, the array uses %d", ErrCandidateTooSmall, sb.DiskOffset/512, component)
+	}
+	if err == nil {
+		if verr := sb.Validate(c.SizeBytes); verr != nil {
+			err = fmt.Errorf("%w: the new superblock would not load: %w", ErrCandidateTooSmall, verr)
+		}
+	}
+	var regions []region
+	if err == nil {
+		regions, err = memberWrites(sb, f.bitmap)
+	}
+	if err != nil {
+		need := minDeviceBytes(src.sb, component)
+		pl.fail(checkSize, ErrCandidateTooSmall, "%s has %d bytes, the array needs at least %d: %v", c.Path, c.SizeBytes, need, errors.Unwrap(err))
+		return
+	}
+	pl.pass(checkSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, dataStart(sb), dataRoom(sb), component)
+	p.Superblock = sb
+	p.DevNumber = n
+	p.devUUID = devUUID
+	p.DeviceUUID = devUUID.String()
+	if sb.Version == superblock.Version090 {
+		p.DeviceUUID = ""
+	}
+	p.regions = regions
+	p.lbs = max(c.LogicalBlockSize, 512)
+	for _, r := range regions {
+		p.Writes = append(p.Writes, Write{What: r.What, Offset: r.Off, Length: len(r.Data)})
+	}
+}
+
+func dataStart(sb *superblock.Superblock) uint64 {
+	if sb.Version == superblock.Version090 {
+		return 0
+	}
+	return sb.DataOffset
+}
+
+func dataRoom(sb *superblock.Superblock) uint64 {
+	if sb.Version == superblock.Version090 {
+		return uint64(sb.DiskOffset / 512)
+	}
+	return sb.DataSize
+}
+
+// minDeviceBytes is the smallest device that holds the array's component
+// and metadata, for the refusal message.
+func minDeviceBytes(src *superblock.Superblock, component uint64) int64 {
+	switch src.Version {
+	case superblock.Version090:
+		return int64((component*512+0xffff)&^0xffff) + 0x10000
+	case superblock.Version10:
+		gap := src.SuperOffset - src.DataOffset - src.DataSize
+		return int64((src.DataOffset+component+gap+16+7)&^7) * 512
+	default:
+		return int64(src.DataOffset+component) * 512
+	}
+}
+
+// newMemberSuperblock builds the superblock of a new member of the array
+// that src (an in-sync member's superblock) belongs to, for a device of
+// devSize bytes with device number dev: a clone with dev_number n (grown
+// dev_roles if needed) whose role is spare, events 0, device UUID devUUID,
+// no device flags, the bad-block, replacement and recovery features
+// cleared, and the data and superblock offsets computed for this device.
+// For 0.90, this_disk (and disks[n]) is descriptor n with state 0. The
+// kernel adds such a device as a spare (md-format §5, pitfalls 11-12).
+func newMemberSuperblock(src *superblock.Superblock, devSize int64, n uint32, devUUID uuid.UUID, dev sysfs.DevNum) (*superblock.Superblock, error) {
+	sb := src.Clone()
+	off, err := sb.Version.Offset(devSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCandidateTooSmall, err)
+	}
+	sb.DiskOffset = off
+	sb.Events = 0
+	if sb.Version == superblock.Version090 {
+		if n >= superblock.Disks090 {
+			return nil, fmt.Errorf("md: 0.90 descriptor number %d out of range", n)
+		}
+		d := superblock.Descriptor{Number: n, Major: dev.Major, Minor: dev.Minor, RaidDisk: n, State: 0}
+		sb.ThisDisk = d
+		sb.Disks[n] = d
+		sb.CPEvents = 0
+		return sb, nil
+	}
+	sb.Features &^= superblock.FeatureBadBlocks | superblock.FeatureReplacement |
+		superblock.FeatureRecoveryOffset | superblock.FeatureRecoveryBitmap
+	sb.RecoveryOffset = 0
+	sb.CntCorrectedRead = 0
+	sb.DevFlags = 0
+	sb.DeviceUUID = devUUID
+	sb.DevNumber = n
+	if int(n) >= superblock.MaxDev1 {
+		return nil, fmt.Errorf("md: dev_number %d out of range", n)
+	}
+	for len(sb.DevRoles) <= int(n) {
+		sb.DevRoles = append(sb.DevRoles, superblock.RoleFaulty) // the kernel's "unused"
+	}
+	sb.DevRoles[n] = superblock.RoleSpare
+	sectors := uint64(devSize / 512)
+	sb.SuperOffset = uint64(off / 512)
+	switch sb.Version {
+	case superblock.Version10:
+		// Keep the source's layout at the end: the gap between the end
+		// of the data and the superblock holds the bitmap and the
+		// bad-block log at offsets relative to the superblock.
+		if src.SuperOffset < src.DataOffset+src.DataSize {
+			return nil, fmt.Errorf("md: source superblock has data past its superblock")
+		}
+		gap := src.SuperOffset - src.DataOffset - src.DataSize
+		if sb.SuperOffset < gap+sb.DataOffset {
+			return nil, fmt.Errorf("%w: no room for data before the superblock", ErrCandidateTooSmall)
+		}
+		sb.DataSize = sb.SuperOffset - gap - sb.DataOffset
+	default:
+		if sectors <= sb.DataOffset {
+			return nil, fmt.Errorf("%w: the device ends before the data offset %d", ErrCandidateTooSmall, sb.DataOffset)
+		}
+		sb.DataSize = sectors - sb.DataOffset
+	}
+	return sb, nil
+}
+
+// memberWrites encodes the new superblock and, for an array with an
+// internal bitmap, the bitmap as mdadm writes it for a new member: the
+// array's bitmap superblock followed by bits all set (0xff), rounded up to
+// 4 KiB but never into the next metadata area.
+func memberWrites(sb *superblock.Superblock, bm *superblock.Bitmap) ([]region, error) {
+	b, err := sb.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	out := []region{{What: "md superblock " + sb.Version.String(), Off: sb.DiskOffset, Data: b}}
+	if !sb.HasBitmap() {
+		return out, nil
+	}
+	if bm == nil {
+		return nil, fmt.Errorf("md: array has a bitmap but its superblock was not read")
+	}
+	loc, err := superblock.BitmapLocation(sb)
+	if err != nil {
+		return nil, err
+	}
+	hdr, err := bm.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	need := uint64(len(hdr)) + (bm.Bits()+7)/8
+	room := bitmapRoom(sb, loc)
+	if need > room {
+		return nil, fmt.Errorf("md: bitmap needs %d bytes, %d available", need, room)
+	}
+	size := min((need+4095)&^4095, room)
+	data := make([]byte, size)
+	copy(data, hdr)
+	for i := len(hdr); i < len(data); i++ {
+		data[i] = 0xff
+	}
+	return append(out, region{What: "bitmap", Off: loc, Data: data}), nil
+}
+
+// bitmapRoom is the space from the bitmap at byte loc up to the next
+// metadata area (superblock, bad-block log, data) or, for 0.90, the end of
+// the 64 KiB reserved area.
+func bitmapRoom(sb *superblock.Superblock, loc int64) uint64 {
+	if sb.Version == superblock.Version090 {
+		return uint64(sb.DiskOffset + 64<<10 - loc)
+	}
+	base := int64(sb.SuperOffset) * 512
+	ends := []int64{base, int64(sb.DataOffset) * 512}
+	if sb.BBLogSize > 0 && sb.BBLogOffset != 0 {
+		ends = append(ends, base+int64(sb.BBLogOffset)*512)
+	}
+	if sb.Version == superblock.Version10 {
+		ends = append(ends, base+int64(sb.EncodedSize()+4095)&^4095) // nothing after the sb but the end
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	for _, e := range ends {
+		if e > loc {
+			return uint64(e - loc)
+		}
+	}
+	return 0
+}
+
+// planSteps lists what the executor does.
+func planSteps(p *Plan) {
+	add := func(k StepKind, format string, args ...any) {
+		p.Steps = append(p.Steps, Step{Kind: k, Detail: fmt.Sprintf(format, args...)})
+	}
+	if p.Remove != nil {
+		add(StepRemove, "remove faulty %s (%s) from %s", p.Remove.Device, p.Remove.DevNum, p.Array)
+	}
+	p.freeze = p.actionSeen == sysfs.ActionIdle
+	if p.freeze {
+		add(StepFreeze, "freeze recovery (sync_action frozen)")
+	}
+	if p.Resume != ResumeAdded {
+		add(StepWriteSuperblock, "write a spare superblock (dev_number %d) on %s", p.DevNumber, p.Candidate.Path)
+		add(StepAdd, "add %s to %s as a spare (ADD_NEW_DISK)", p.Candidate.Path, p.Array)
+	}
+	if p.Hot {
+		add(StepWantReplacement, "mark %s want_replacement", p.Replace.Device)
+	}
+	add(StepSetSlot, "pin %s to slot %d", p.Candidate.Device, p.Slot)
+	add(StepUnfreeze, "unfreeze recovery (sync_action idle)")
+	add(StepVerify, "check raid_disks is still %d and recovery into slot %d started", p.raidDisks, p.Slot)
+}

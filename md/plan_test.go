@@ -1,0 +1,404 @@
+package md
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// Snapshot edits that turn a real capture into a synthetic case.
+
+func failMember(name string) func(*snapshot) {
+	return func(s *snapshot) {
+		for i := range s.members {
+			if s.members[i].Device == name {
+				s.members[i].state = sysfs.MemberState{sysfs.FlagFaulty}
+				s.members[i].Slot = -1
+			}
+		}
+	}
+}
+
+func failInSlot(name string) func(*snapshot) { // faulty, still slotted (frozen)
+	return func(s *snapshot) {
+		for i := range s.members {
+			if s.members[i].Device == name {
+				s.members[i].state = sysfs.MemberState{sysfs.FlagFaulty}
+			}
+		}
+	}
+}
+
+func dropMember(name string) func(*snapshot) {
+	return func(s *snapshot) {
+		var keep []memberSnap
+		for _, ms := range s.members {
+			if ms.Device != name {
+				keep = append(keep, ms)
+			}
+		}
+		s.members = keep
+	}
+}
+
+func setAction(act sysfs.SyncAction) func(*snapshot) {
+	return func(s *snapshot) { s.action = act; s.progress = sysfs.Progress{State: sysfs.ProgressNone} }
+}
+
+// cloneSnapshot copies a snapshot deeply enough for the edits above.
+func cloneSnapshot(s *snapshot) *snapshot {
+	c := *s
+	c.members = append([]memberSnap(nil), s.members...)
+	for i := range c.members {
+		c.members[i].state = append(sysfs.MemberState(nil), s.members[i].state...)
+	}
+	return &c
+}
+
+func steps(p *Plan) []StepKind {
+	var out []StepKind
+	for _, s := range p.Steps {
+		out = append(out, s.Kind)
+	}
+	return out
+}
+
+var (
+	stepsPlain  = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
+	stepsRemove = append([]StepKind{StepRemove}, stepsPlain...)
+	stepsHot    = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepWantReplacement, StepSetSlot, StepUnfreeze, StepVerify}
+)
+
+// TestPlanReplace runs the planner over real captures, some edited into
+// synthetic states, and candidate facts.
+func TestPlanReplace(t *testing.T) {
+	const disk = 64 << 20
+	tests := []struct {
+		name    string
+		fixture string
+		edit    []func(*snapshot)
+		member  string
+		size    int64            // candidate size; default disk
+		cand    func(*Candidate) // edit the candidate facts
+		req     ReplaceRequest
+		want    error // nil: a plan
+		slot    int
+		steps   []StepKind
+		remove  string
+	}{
+		{name: "failed member named", fixture: "raid1-failed", member: "vdb", slot: 1, steps: stepsRemove, remove: "vdb"},
+		{name: "failed member unslotted, not named", fixture: "raid1-failed", slot: 1, steps: stepsPlain},
+		{name: "missing member", fixture: "raid1-degraded-missing", slot: 1, steps: stepsPlain},
+		{name: "raid5 missing slot 3", fixture: "raid5-degraded", slot: 3, steps: stepsPlain},
+		{name: "raid5 named slot 3", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(3)}, slot: 3, steps: stepsPlain},
+		{name: "0.90 failed", fixture: "raid1-v0.90", edit: []func(*snapshot){failMember("vdb")}, member: "vdb", slot: 1, steps: stepsRemove, remove: "vdb"},
+		{name: "1.0 boot mirror failed", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, slot: 1, steps: stepsPlain},
+		{name: "1.1 failed in slot 0", fixture: "raid1-v1.1", edit: []func(*snapshot){failMember("vda")}, slot: 0, steps: stepsPlain},
+		{name: "bitmap array", fixture: "raid1-bitmap", edit: []func(*snapshot){setAction(sysfs.ActionIdle), dropMember("vdb")}, slot: 1, steps: stepsPlain},
+		{name: "faulty member still slotted is removed first", fixture: "raid1-v1.2", edit: []func(*snapshot){failInSlot("vdb"), setAction(sysfs.ActionIdle)}, slot: 1, steps: stepsRemove, remove: "vdb"},
+		{name: "raid10 two empty slots, one named", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, req: ReplaceRequest{Slot: slotp(3)}, slot: 3, steps: stepsPlain},
+		{name: "hot replace", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true}, slot: 1, steps: stepsHot},
+		{name: "candidate larger", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: 1 << 30, slot: 1, steps: stepsPlain},
+
+		// Refusals about the array.
+		{name: "raid0", fixture: "raid0", want: ErrUnsupportedArray},
+		{name: "linear", fixture: "linear", want: ErrUnsupportedArray},
+		{name: "inactive", fixture: "raid5-inactive", want: ErrArrayInactive},
+		{name: "failed array", fixture: "raid5-degraded", edit: []func(*snapshot){failMember("vda")}, want: ErrArrayFailed},
+		{name: "read-only", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.state = sysfs.StateReadonly }}, want: ErrArrayReadOnly},
+		{name: "healthy: no empty slot", fixture: "raid1-v1.2", want: ErrNoEmptySlot},
+		{name: "healthy raid5: no empty slot", fixture: "raid5", want: ErrNoEmptySlot},
+		{name: "recovery running", fixture: "raid1-recovering", want: ErrArrayBusy},
+		{name: "replacement running", fixture: "raid1-replacing", want: ErrArrayBusy},
+		{name: "resync running", fixture: "raid1-bitmap", edit: []func(*snapshot){dropMember("vdb")}, want: ErrArrayBusy},
+		{name: "frozen by someone", fixture: "raid1-removed-spare", want: ErrArrayBusy},
+		{name: "check running", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionCheck }}, want: ErrArrayBusy},
+		{name: "reshape running", fixture: "raid5-degraded", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionReshape }}, want: ErrArrayBusy},
+		{name: "two empty slots", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, want: ErrSlotAmbiguous},
+		{name: "slot out of range", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(4)}, want: ErrSlotInvalid},
+		{name: "negative slot", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(-1)}, want: ErrSlotInvalid},
+		{name: "slot held by healthy member", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(0)}, want: ErrSlotInvalid},
+		{name: "member not in array", fixture: "raid1-failed", member: "vdx", want: ErrMemberInvalid},
+		{name: "member healthy without hot", fixture: "raid1-failed", member: "vda", want: ErrMemberInvalid},
+		{name: "hot without member", fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true}, want: ErrMemberInvalid},
+		{name: "hot of a faulty member", fixture: "raid1-failed", member: "vdb", req: ReplaceRequest{Hot: true}, want: ErrMemberInvalid},
+		{name: "hot with another slot named", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true, Slot: slotp(0)}, want: ErrSlotInvalid},
+
+		// Refusals about the candidate.
+		{name: "not a block device", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image = false }, want: ErrNotBlockDevice},
+		{name: "candidate missing", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image, c.Error = false, "no such file" }, want: ErrNotBlockDevice},
+		{name: "candidate is an array", fixture: "raid1-failed", cand: func(c *Candidate) { c.IsArray = true }, want: ErrCandidateMember},
+		{name: "candidate is a member of another array", fixture: "raid1-failed", cand: func(c *Candidate) { c.MemberOf = []string{"md9"} }, want: ErrCandidateMember},
+		{name: "candidate is a member of this array", fixture: "raid1-failed", cand: func(c *Candidate) { c.Device = "vda"; c.MemberOf = []string{"md0"} }, want: ErrCandidateMember},
+		{name: "candidate mounted", fixture: "raid1-failed", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: ErrCandidateBusy},
+		{name: "candidate has holders", fixture: "raid1-failed", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: ErrCandidateBusy},
+		{name: "candidate opened exclusively", fixture: "raid1-failed", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: ErrCandidateBusy},
+		{name: "candidate read-only", fixture: "raid1-failed", cand: func(c *Candidate) { c.ReadOnly = true }, want: ErrCandidateBusy},
+		{name: "candidate has partitions", fixture: "raid1-failed", cand: func(c *Candidate) { c.Partitions = []string{"vdz1"} }, want: ErrHasPartitionTable},
+		{name: "candidate has a filesystem", fixture: "raid1-failed", cand: func(c *Candidate) {
+			c.Findings = []*NotBlankError{{Kind: KindSignature, What: "ext2/3/4 superblock", Offset: 1080}}
+		}, want: ErrHasSignature},
+		{name: "candidate has a foreign md superblock", fixture: "raid1-failed", cand: func(c *Candidate) {
+			c.Findings = []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}}
+		}, want: ErrHasMDSuperblock},
+		{name: "candidate too small 1.2", fixture: "raid1-failed", size: 32 << 20, want: ErrCandidateTooSmall},
+		{name: "candidate too small by a sector 1.2", fixture: "raid1-failed", size: (2048+129024)*512 - 512, want: ErrCandidateTooSmall},
+		{name: "candidate exactly big enough 1.2", fixture: "raid1-failed", size: (2048 + 129024) * 512, slot: 1, steps: stepsPlain},
+		{name: "candidate too small 1.0", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: ErrCandidateTooSmall},
+		{name: "candidate too small 0.90", fixture: "raid1-v0.90", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: ErrCandidateTooSmall},
+	}
+	rigs := map[string]*replaceRig{}
+	facts := map[string]arrayFacts{}
+	pt := t // rigs outlive the subtests
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			key := tt.fixture + "/" + tt.member
+			r := rigs[tt.fixture]
+			if r == nil {
+				r = newReplaceRig(pt, tt.fixture)
+				rigs[tt.fixture] = r
+			}
+			if _, ok := facts[key]; !ok {
+				facts[key] = r.facts(t, tt.member)
+			}
+			f := facts[key]
+			f.s = cloneSnapshot(f.s)
+			size := tt.size
+			if size == 0 {
+				size = disk
+			}
+			path := r.candidate(t, "vdz", size)
+			for _, e := range tt.edit {
+				e(f.s)
+			}
+			cand := r.m.candidateFacts(path, true)
+			c.Assert(cand.Error, qt.Equals, "")
+			if tt.cand != nil {
+				tt.cand(cand)
+			}
+			req := tt.req
+			req.Array, req.With, req.Member, req.AllowImageFile = r.name, path, tt.member, true
+			p, err := planReplace(f, cand, req, uuid.MustParse("00000000-1111-2222-3333-444444444444"))
+			c.Assert(p, qt.Not(qt.IsNil))
+			if tt.want != nil {
+				c.Assert(err, qt.ErrorIs, tt.want)
+				c.Assert(err, qt.ErrorIs, ErrRefused)
+				var re *RefusedError
+				c.Assert(errors.As(err, &re), qt.IsTrue)
+				failed := 0
+				for _, ck := range p.Checks {
+					if ck.Status == CheckFail {
+						failed++
+					}
+				}
+				c.Check(failed > 0, qt.IsTrue, qt.Commentf("checks %+v", p.Checks))
+				c.Check(p.Steps, qt.HasLen, 0)
+				t.Logf("refused: %v", err)
+				return
+			}
+			c.Assert(err, qt.IsNil)
+			c.Check(p.Slot, qt.Equals, tt.slot)
+			c.Check(steps(p), qt.DeepEquals, tt.steps)
+			if tt.remove != "" {
+				c.Assert(p.Remove, qt.Not(qt.IsNil))
+				c.Check(p.Remove.Device, qt.Equals, tt.remove)
+			} else {
+				c.Check(p.Remove, qt.IsNil)
+			}
+			for _, ck := range p.Checks {
+				c.Check(ck.Status, qt.Equals, CheckPass, qt.Commentf("%s: %s", ck.Name, ck.Reason))
+			}
+			c.Assert(p.Superblock, qt.Not(qt.IsNil))
+			c.Check(p.Superblock.Validate(size), qt.IsNil)
+			c.Check(p.Superblock.Role(), qt.Equals, superblock.RoleSpare)
+			c.Check(p.Superblock.Events, qt.Equals, uint64(0))
+			c.Check(int(p.DevNumber) >= p.RaidDisks, qt.IsTrue)
+		})
+	}
+}
+
+// TestNewMemberSuperblock builds the superblock of a new member from each
+// real capture's in-sync member, decodes the encoding and compares it with
+// the clone source field by field.
+func TestNewMemberSuperblock(t *testing.T) {
+	for _, name := range []string{"raid1-v0.90", "raid1-v1.0", "boot-mirror", "raid1-v1.1", "raid1-v1.2", "raid1-bitmap", "raid1-badblocks", "raid5", "raid10", "raid6"} {
+		t.Run(name, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, name)
+			f := r.facts(t, "")
+			src := cloneSource(f.s)
+			c.Assert(src, qt.Not(qt.IsNil))
+			for _, size := range []int64{int64(src.SizeBytes), int64(src.SizeBytes) + 3<<20 + 512} {
+				devUUID := uuid.New()
+				const n = 5
+				sb, err := newMemberSuperblock(src.sb, size, n, devUUID, sysfs.DevNum{Major: 254, Minor: 48})
+				c.Assert(err, qt.IsNil)
+				regions, err := memberWrites(sb, f.bitmap)
+				c.Assert(err, qt.IsNil)
+				got, err := superblock.Decode(regions[0].Data)
+				c.Assert(err, qt.IsNil)
+				c.Check(got.ChecksumValid(), qt.IsTrue)
+				c.Check(got.Validate(size), qt.IsNil)
+				want, _ := src.sb.Version.Offset(size)
+				c.Check(regions[0].Off, qt.Equals, want)
+
+				c.Check(got.Version, qt.Equals, src.sb.Version)
+				c.Check(got.SetUUID, qt.Equals, src.sb.SetUUID)
+				c.Check(got.SetName, qt.Equals, src.sb.SetName)
+				c.Check(got.CTime, qt.Equals, src.sb.CTime)
+				c.Check(got.Level, qt.Equals, src.sb.Level)
+				c.Check(got.Layout, qt.Equals, src.sb.Layout)
+				c.Check(got.Size, qt.Equals, src.sb.Size)
+				c.Check(got.ChunkSize, qt.Equals, src.sb.ChunkSize)
+				c.Check(got.RaidDisks, qt.Equals, src.sb.RaidDisks)
+				c.Check(got.Events, qt.Equals, uint64(0))
+				c.Check(got.Role(), qt.Equals, superblock.RoleSpare)
+				if got.Version == superblock.Version090 {
+					c.Check(got.ThisDisk, qt.DeepEquals, superblock.Descriptor{Number: n, Major: 254, Minor: 48, RaidDisk: n})
+					c.Check(got.Disks[0], qt.DeepEquals, src.sb.Disks[0])
+					c.Check(got.State, qt.Equals, src.sb.State)
+					continue
+				}
+				c.Check(got.DevNumber, qt.Equals, uint32(n))
+				c.Check(got.DeviceUUID, qt.Equals, devUUID)
+				c.Check(got.DevFlags, qt.Equals, superblock.DevFlags(0))
+				c.Check(got.Features, qt.Equals, src.sb.Features&^(superblock.FeatureBadBlocks|superblock.FeatureReplacement|superblock.FeatureRecoveryOffset|superblock.FeatureRecoveryBitmap))
+				c.Check(got.BitmapOffset, qt.Equals, src.sb.BitmapOffset)
+				c.Check(got.BBLogOffset, qt.Equals, src.sb.BBLogOffset)
+				c.Check(got.BBLogSize, qt.Equals, src.sb.BBLogSize)
+				c.Check(got.DataOffset, qt.Equals, src.sb.DataOffset)
+				c.Check(got.SuperOffset, qt.Equals, uint64(want/512))
+				for i, role := range src.sb.DevRoles {
+					if i != n {
+						c.Check(got.DevRoles[i], qt.Equals, role, qt.Commentf("dev_roles[%d]", i))
+					}
+				}
+				if size == int64(src.SizeBytes) {
+					// A disk of the same size gets what mdadm gave the
+					// source.
+					c.Check(got.DataSize, qt.Equals, src.sb.DataSize)
+				} else {
+					c.Check(got.DataSize > src.sb.DataSize, qt.IsTrue)
+				}
+				if got.HasBitmap() {
+					c.Assert(regions, qt.HasLen, 2)
+					bm, err := superblock.DecodeBitmap(regions[1].Data)
+					c.Assert(err, qt.IsNil)
+					c.Check(bm, qt.DeepEquals, f.bitmap)
+					for _, b := range regions[1].Data[superblock.BitmapSize:] {
+						if b != 0xff {
+							c.Fatalf("bitmap bits not all set")
+						}
+					}
+				} else {
+					c.Check(regions, qt.HasLen, 1)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanResume: a candidate carrying the superblock a killed run wrote
+// is recognised and resumed with the same device UUID and dev_number;
+// anything more on the disk, or a colliding dev_number, is refused.
+func TestPlanResume(t *testing.T) {
+	for _, fx := range []struct {
+		fixture string
+		edit    func(*snapshot)
+	}{
+		{"raid1-degraded-missing", nil},
+		{"boot-mirror", failMember("vdb")},
+		{"raid1-v0.90", failMember("vdb")},
+		{"raid1-bitmap", func(s *snapshot) { setAction(sysfs.ActionIdle)(s); dropMember("vdb")(s) }},
+	} {
+		t.Run(fx.fixture, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, fx.fixture)
+			path := r.candidate(t, "vdz", 64<<20)
+			req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+			plan := func(act sysfs.SyncAction) (*Plan, error) {
+				f := r.facts(t, "")
+				if fx.edit != nil {
+					fx.edit(f.s)
+				}
+				if act != "" {
+					f.s.action = act
+				}
+				return planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
+			}
+			p1, err := plan("")
+			c.Assert(err, qt.IsNil)
+			c.Assert(p1.Resume, qt.Equals, ResumeNone)
+			c.Assert(sysKernel{}.WriteDevice(path, 512, p1.regions), qt.IsNil)
+
+			// The killed run left recovery frozen.
+			p2, err := plan(sysfs.ActionFrozen)
+			c.Assert(err, qt.IsNil)
+			c.Check(p2.Resume, qt.Equals, ResumeWritten)
+			c.Check(p2.DeviceUUID, qt.Equals, p1.DeviceUUID)
+			c.Check(p2.DevNumber, qt.Equals, p1.DevNumber)
+			c.Check(steps(p2), qt.DeepEquals, []StepKind{StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify})
+			for i := range p1.regions {
+				c.Check(p2.regions[i].Data, qt.DeepEquals, p1.regions[i].Data)
+			}
+
+			// Someone else unfroze it: freeze again.
+			p3, err := plan(sysfs.ActionIdle)
+			c.Assert(err, qt.IsNil)
+			c.Check(p3.Resume, qt.Equals, ResumeWritten)
+			c.Check(steps(p3)[0], qt.Equals, StepFreeze)
+
+			// A dev_number now used by a bound member: not ours.
+			f := r.facts(t, "")
+			if fx.edit != nil {
+				fx.edit(f.s)
+			}
+			n := p1.DevNumber
+			f.s.members[0].DevNumber = &n
+			_, err = planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
+			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+
+			// Anything else on the disk: not ours.
+			fd, err := os.OpenFile(path, os.O_WRONLY, 0)
+			c.Assert(err, qt.IsNil)
+			_, err = fd.WriteAt([]byte("EFI PART"), 64<<20-512)
+			fd.Close()
+			c.Assert(err, qt.IsNil)
+			_, err = plan(sysfs.ActionIdle)
+			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+			c.Check(err, qt.ErrorMatches, `.*and 1 more findings.*`)
+			// Frozen, it is refused as well: the disk is not ours, so
+			// someone else froze recovery.
+			_, err = plan(sysfs.ActionFrozen)
+			c.Check(err, qt.ErrorIs, ErrArrayBusy)
+		})
+	}
+}
+
+// TestPlanResumeAdded: killed after ADD_NEW_DISK, before the slot was
+// pinned: the candidate is an unslotted spare and recovery is frozen.
+func TestPlanResumeAdded(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-removed-spare") // vdd: unslotted spare, frozen
+	f := r.facts(t, "")
+	cand := &Candidate{Path: "/dev/vdd", Device: "vdd", BlockDevice: true, SizeBytes: 64 << 20, LogicalBlockSize: 512,
+		MemberOf: []string{r.name}, Holders: []string{r.name}, ExclusiveBusy: true,
+		Findings: []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}}}
+	p, err := planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
+	c.Assert(err, qt.IsNil, qt.Commentf("%+v", p.Checks))
+	c.Check(p.Resume, qt.Equals, ResumeAdded)
+	c.Check(p.Slot, qt.Equals, 2)
+	c.Check(steps(p), qt.DeepEquals, []StepKind{StepSetSlot, StepUnfreeze, StepVerify})
+
+	// Not frozen any more: the kernel may already have placed it.
+	f.s.action = sysfs.ActionIdle
+	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrCandidateMember)
+}

@@ -1,0 +1,219 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// ops is what a Manager needs to change the system.
+type ops struct {
+	k         kernel
+	runDir    string // lock files
+	mountInfo string // mount table, to refuse mounted candidates
+	// afterStep, when set (by tests), runs after each executed step; an
+	// error stops the replace as if the step had failed.
+	afterStep func(StepKind) error
+	// verifyTimeout bounds how long a replace waits for the rebuild to
+	// start after unfreezing; 0 means defaultVerifyTimeout.
+	verifyTimeout time.Duration
+}
+
+// Errors of the primitives.
+var (
+	// ErrWouldFail means failing the member would leave the array unable
+	// to serve its data; nothing was written.
+	ErrWouldFail = errors.New("md: refusing: would fail the array")
+	// ErrNoMember means the named device is not a member of the array.
+	ErrNoMember = errors.New("md: not a member of the array")
+	// ErrMemberActive means a member that still holds a slot (in sync or
+	// rebuilding) was asked to be removed; fail it first.
+	ErrMemberActive = errors.New("md: member is active; fail it first")
+	// ErrArrayRunning means Run was asked to start an array that runs.
+	ErrArrayRunning = errors.New("md: array is already running")
+	// ErrNotEnough means an inactive array has too few members to start.
+	ErrNotEnough = errors.New("md: not enough members to start the array")
+)
+
+// memberOf finds a member of the snapshot by kernel name.
+func memberOf(s *snapshot, name string) *memberSnap {
+	for i := range s.members {
+		if s.members[i].Device == name {
+			return &s.members[i]
+		}
+	}
+	return nil
+}
+
+// decideFail is the decision behind Fail: whether the member may be
+// marked faulty. It refuses when the array would not survive without it
+// (mdadm's enough() check; the kernel would answer EBUSY for the last
+// in-sync raid1/raid10 member and break raid5 beyond repair).
+func decideFail(s *snapshot, name string) (*memberSnap, error) {
+	ms := memberOf(s, name)
+	if ms == nil {
+		return nil, fmt.Errorf("%w: %s is not in %s", ErrNoMember, name, s.name)
+	}
+	a := build(s, "/dev")
+	if a.Availability == Inactive {
+		return nil, fmt.Errorf("%w: %s is not running", ErrArrayInactive, s.name)
+	}
+	if ms.state.Has(sysfs.FlagFaulty) {
+		return ms, nil // already faulty: failing again is harmless
+	}
+	if ms.Slot < 0 || !ms.state.Has(sysfs.FlagInSync) {
+		return ms, nil // a spare or a member being rebuilt holds no data yet
+	}
+	inSync := make([]bool, a.RaidDisks)
+	for _, sl := range a.Slots {
+		inSync[sl.Slot] = sl.State == SlotActive
+	}
+	if ms.Slot < len(inSync) {
+		inSync[ms.Slot] = false
+	}
+	if !survives(a.Level, s.layout, inSync) {
+		return nil, fmt.Errorf("%w: %s holds the last in-sync copy of some data in %s", ErrWouldFail, name, s.name)
+	}
+	return ms, nil
+}
+
+// Fail marks a member faulty (SET_DISK_FAULTY), as a failing disk would.
+// member is a kernel name or a device path. It refuses, writing nothing,
+// with an error matching ErrWouldFail when the array would not survive
+// without the member; if the kernel refuses anyway (EBUSY) the error
+// matches both ErrWouldFail and unix.EBUSY. Failing a faulty member again
+// does nothing.
+func (m *Manager) Fail(ctx context.Context, array, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name, err := m.Resolve(array)
+	if err != nil {
+		return err
+	}
+	s := m.read(name)
+	ms, err := decideFail(s, m.memberName(member))
+	if err != nil {
+		return err
+	}
+	if ms.state.Has(sysfs.FlagFaulty) {
+		return nil
+	}
+	dev, err := sysfs.ParseDevNum(ms.DevNum)
+	if err != nil {
+		return fmt.Errorf("md: device number of %s: %w", ms.Device, err)
+	}
+	if err := m.ops.k.SetFaulty(name, dev); err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%w: the kernel refused to fail %s: %w", ErrWouldFail, ms.Device, err)
+		}
+		return fmt.Errorf("md: failing %s in %s: %w", ms.Device, name, err)
+	}
+	return nil
+}
+
+// decideRemove is the decision behind Remove: only a faulty member or a
+// spare without a slot can leave the array.
+func decideRemove(s *snapshot, name string) (*memberSnap, error) {
+	ms := memberOf(s, name)
+	if ms == nil {
+		return nil, fmt.Errorf("%w: %s is not in %s", ErrNoMember, name, s.name)
+	}
+	if ms.state.Has(sysfs.FlagFaulty) || ms.Slot < 0 {
+		return ms, nil
+	}
+	return nil, fmt.Errorf("%w: %s is %s in slot %d of %s", ErrMemberActive, name, ms.state, ms.Slot, s.name)
+}
+
+// Remove unbinds a faulty member or a spare from the array
+// (HOT_REMOVE_DISK), retrying EBUSY a few times as mdadm does. On an
+// array that is not running (ENODEV) it writes "remove" to the member's
+// sysfs state instead. A member that still holds a slot is refused with
+// ErrMemberActive; the kernel's EBUSY (a rebuild running) is returned
+// wrapped, matching unix.EBUSY.
+func (m *Manager) Remove(ctx context.Context, array, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name, err := m.Resolve(array)
+	if err != nil {
+		return err
+	}
+	s := m.read(name)
+	ms, err := decideRemove(s, m.memberName(member))
+	if err != nil {
+		return err
+	}
+	dev, err := sysfs.ParseDevNum(ms.DevNum)
+	if err != nil {
+		return fmt.Errorf("md: device number of %s: %w", ms.Device, err)
+	}
+	err = hotRemove(m.ops.k, name, dev)
+	if errors.Is(err, unix.ENODEV) {
+		err = m.ops.k.WriteState(name, ms.Device, sysfs.CmdRemove)
+	}
+	if err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("md: the kernel refused to remove %s from %s (busy: still in a slot, or a rebuild is running): %w", ms.Device, name, err)
+		}
+		return fmt.Errorf("md: removing %s from %s: %w", ms.Device, name, err)
+	}
+	return nil
+}
+
+// decideRun is the decision behind Run: the array must be assembled but
+// not running, and its members' superblocks must cover enough slots for
+// its level.
+func decideRun(s *snapshot) error {
+	a := build(s, "/dev")
+	if a.Availability != Inactive {
+		return fmt.Errorf("%w: %s is %s", ErrArrayRunning, s.name, a.Availability)
+	}
+	if len(s.members) == 0 {
+		return fmt.Errorf("%w: %s has no members", ErrNotEnough, s.name)
+	}
+	inSync := make([]bool, a.RaidDisks)
+	for _, sl := range a.Slots {
+		inSync[sl.Slot] = sl.State == SlotActive
+	}
+	if a.RaidDisks == 0 || !survives(a.Level, s.layout, inSync) {
+		return fmt.Errorf("%w: %s (%s) has %d of %d slots", ErrNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
+	}
+	return nil
+}
+
+func countTrue(v []bool) int {
+	n := 0
+	for _, b := range v {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// Run starts an assembled, inactive array with the members it has
+// (RUN_ARRAY), as mdadm --run does: the last resort for an array that
+// was assembled one member short. It refuses with ErrArrayRunning for a
+// running array and ErrNotEnough when the members cannot serve the data.
+func (m *Manager) Run(ctx context.Context, array string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name, err := m.Resolve(array)
+	if err != nil {
+		return err
+	}
+	if err := decideRun(m.read(name)); err != nil {
+		return err
+	}
+	if err := m.ops.k.RunArray(name); err != nil {
+		return fmt.Errorf("md: starting %s: %w", name, err)
+	}
+	return nil
+}

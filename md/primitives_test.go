@@ -1,0 +1,97 @@
+package md
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
+)
+
+func TestDecidePrimitives(t *testing.T) {
+	tests := []struct {
+		name    string
+		fixture string
+		edit    func(*snapshot)
+		op      string // fail, remove, run
+		member  string
+		want    error
+	}{
+		{name: "fail a mirror half", fixture: "raid1-v1.2", op: "fail", member: "vdb"},
+		{name: "fail the last in-sync raid1 member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: ErrWouldFail},
+		{name: "fail a second raid5 member", fixture: "raid5-degraded", op: "fail", member: "vda", want: ErrWouldFail},
+		{name: "fail one raid5 member", fixture: "raid5", op: "fail", member: "vdc"},
+		{name: "fail one raid10 member", fixture: "raid10", op: "fail", member: "vda"},
+		{name: "fail both copies in raid10", fixture: "raid10", edit: failMember("vda"), op: "fail", member: "vdb", want: ErrWouldFail},
+		{name: "fail a faulty member again", fixture: "raid1-failed", op: "fail", member: "vdb"},
+		{name: "fail a rebuilding member", fixture: "raid1-recovering", op: "fail", member: "vdc"},
+		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: ErrNoMember},
+		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: ErrArrayInactive},
+		{name: "remove a faulty member", fixture: "raid1-failed", op: "remove", member: "vdb"},
+		{name: "remove a spare", fixture: "raid1-removed-spare", op: "remove", member: "vdd"},
+		{name: "remove an in-sync member", fixture: "raid1-v1.2", op: "remove", member: "vda", want: ErrMemberActive},
+		{name: "remove a rebuilding member", fixture: "raid1-recovering", op: "remove", member: "vdc", want: ErrMemberActive},
+		{name: "run an array one short", fixture: "raid5-inactive", op: "run"},
+		{name: "run a running array", fixture: "raid1-v1.2", op: "run", want: ErrArrayRunning},
+		{name: "run an array two short", fixture: "raid5-inactive", edit: dropMember("vda"), op: "run", want: ErrNotEnough},
+	}
+	rigs := map[string]*replaceRig{}
+	pt := t
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r := rigs[tt.fixture]
+			if r == nil {
+				r = newReplaceRig(pt, tt.fixture)
+				rigs[tt.fixture] = r
+			}
+			s := cloneSnapshot(r.m.read(r.name))
+			if tt.edit != nil {
+				tt.edit(s)
+			}
+			var err error
+			switch tt.op {
+			case "fail":
+				_, err = decideFail(s, tt.member)
+			case "remove":
+				_, err = decideRemove(s, tt.member)
+			case "run":
+				err = decideRun(s)
+			}
+			if tt.want == nil {
+				c.Check(err, qt.IsNil)
+			} else {
+				c.Check(err, qt.ErrorIs, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrimitivesCallKernel(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-v1.2")
+	ctx := context.Background()
+	c.Assert(r.m.Fail(ctx, "md0", "vdb"), qt.IsNil)
+	c.Assert(r.m.Fail(ctx, "/dev/md0", r.dev+"/vdb"), qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetFaulty(md0, 254:16)", "SetFaulty(md0, 254:16)"})
+
+	// The kernel says no: EBUSY comes through, as a refusal.
+	r.k.fail = map[string]error{"SetFaulty": &os.PathError{Op: "ioctl SET_DISK_FAULTY", Path: "/dev/md0", Err: unix.EBUSY}}
+	err := r.m.Fail(ctx, "md0", "vdb")
+	c.Check(err, qt.ErrorIs, ErrWouldFail)
+	c.Check(err, qt.ErrorIs, unix.EBUSY)
+
+	// Remove retries EBUSY, then gives up with it.
+	r.k.calls = nil
+	r.k.fail = map[string]error{"HotRemove": unix.EBUSY}
+	r2 := newReplaceRig(t, "raid1-failed")
+	r2.k.fail = r.k.fail
+	err = r2.m.Remove(ctx, "md0", "vdb")
+	c.Check(err, qt.ErrorIs, unix.EBUSY)
+	c.Check(r2.k.Calls(), qt.HasLen, removeTries)
+
+	r3 := newReplaceRig(t, "raid5-inactive")
+	c.Assert(r3.m.Run(ctx, r3.name), qt.IsNil)
+	c.Check(r3.k.Calls(), qt.DeepEquals, []string{"RunArray(" + r3.name + ")"})
+}

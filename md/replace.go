@@ -1,0 +1,279 @@
+package md
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/ioctl"
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// ReplaceRequest asks for a disk to take a slot of an array.
+//
+// A replace puts the new disk into exactly one slot: an empty one, or the
+// slot of a faulty member (which is removed first), or, with Hot, the slot
+// of a live member that is then copied while it stays in service. It never
+// grows the array and never writes a disk that holds anything.
+type ReplaceRequest struct {
+	// Array names the array as Manager.Resolve accepts it.
+	Array string
+	// With is the path of the new disk (such as /dev/sdc or a
+	// /dev/disk/by-id link).
+	With string
+	// Slot is the slot to fill; nil lets the planner choose the only
+	// empty (or faulty) slot.
+	Slot *int
+	// Member is the old member: for a replace, a faulty member to remove
+	// first; for a hot replace, the live member to replace. A kernel name
+	// ("sdb") or a device path.
+	Member string
+	// Hot replaces a live member: the new disk is rebuilt as its
+	// replacement while it stays in service, and the old member is
+	// marked faulty by the kernel when the copy completes.
+	Hot bool
+	// AllowImageFile accepts a regular file as the candidate. It exists
+	// for tests; mdctl never sets it.
+	AllowImageFile bool
+}
+
+// PlanReplace reads the array and the candidate disk and decides what a
+// replace would do, writing nothing. It returns the plan with every check
+// made; when a check fails, the plan is returned together with a
+// *RefusedError (matching ErrRefused and the reason, such as
+// ErrNoEmptySlot or ErrNotBlank). Other errors mean the system could not
+// be read.
+func (m *Manager) PlanReplace(ctx context.Context, req ReplaceRequest) (*Plan, error) {
+	return m.planReplace(ctx, req, uuid.New())
+}
+
+func (m *Manager) planReplace(ctx context.Context, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.With == "" {
+		return nil, fmt.Errorf("md: replace needs the new disk")
+	}
+	name, err := m.Resolve(req.Array)
+	if err != nil {
+		return nil, err
+	}
+	f := m.arrayFacts(name, req.Member)
+	c := m.candidateFacts(req.With, req.AllowImageFile)
+	return planReplace(f, c, req, devUUID)
+}
+
+// Replace plans a replace and carries it out (PlanReplace, then
+// ExecuteReplace). See ExecuteReplace for the errors.
+func (m *Manager) Replace(ctx context.Context, req ReplaceRequest) (*ReplaceResult, error) {
+	p, err := m.PlanReplace(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return m.ExecuteReplace(ctx, p)
+}
+
+// arrayFacts reads what the planner needs about the array: the snapshot
+// Discover uses, and the clone source's bitmap.
+func (m *Manager) arrayFacts(name, member string) arrayFacts {
+	f := arrayFacts{s: m.read(name), member: m.memberName(member)}
+	if src := cloneSource(f.s); src != nil && src.sb.HasBitmap() {
+		dev, err := m.open(src.Device)
+		if err == nil {
+			f.bitmap, err = superblock.ReadBitmap(dev, src.sb)
+			dev.Close()
+		}
+		f.bitmapErr = err
+	}
+	return f
+}
+
+// memberName turns a member named by path into its kernel name. A path
+// that no longer exists (a pulled disk) keeps its base name.
+func (m *Manager) memberName(s string) string {
+	if s == "" || !strings.Contains(s, "/") {
+		return s
+	}
+	if p, err := filepath.EvalSymlinks(s); err == nil {
+		s = p
+	}
+	if rel, err := filepath.Rel(m.devRoot, s); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.Base(s)
+}
+
+// candidateFacts learns everything the planner asks about the disk at
+// path. It opens the disk read-only (and once with O_EXCL, closed at
+// once) and writes nothing.
+func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
+	c := &Candidate{Path: path, LogicalBlockSize: 512}
+	fi, err := os.Stat(path)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	switch {
+	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
+		bd, err := ioctl.StatBlockDevice(path)
+		if err != nil {
+			c.Error = err.Error()
+			return c
+		}
+		c.BlockDevice = true
+		c.dev = sysfs.DevNum{Major: bd.Major, Minor: bd.Minor}
+		c.DevNum = c.dev.String()
+		c.SizeBytes = int64(bd.Size)
+		d, err := blockdev.LookupDev(m.fs, m.devRoot, c.dev)
+		if err != nil {
+			c.Error = fmt.Sprintf("not in sysfs: %v", err)
+			return c
+		}
+		c.Device = d.Name
+		c.Holders = d.Holders
+		c.ReadOnly = d.ReadOnly
+		if d.LogicalBlockSize > 0 {
+			c.LogicalBlockSize = int64(d.LogicalBlockSize)
+		}
+		c.Partitions = m.partitions(d.Name)
+		c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
+		devs := []sysfs.DevNum{c.dev}
+		for _, p := range c.Partitions {
+			if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
+				devs = append(devs, pd.Dev)
+			}
+		}
+		c.Mounts, err = mountsOf(m.ops.mountInfo, devs)
+		if err != nil {
+			c.Error = err.Error()
+			return c
+		}
+		if xf, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL, 0); err == nil {
+			xf.Close()
+		} else if errors.Is(err, unix.EBUSY) {
+			c.ExclusiveBusy = true
+		} else {
+			c.Error = err.Error()
+			return c
+		}
+	case fi.Mode().IsRegular() && allowImage:
+		c.Image = true
+		c.Device = filepath.Base(path)
+		c.SizeBytes = fi.Size()
+	default:
+		return c
+	}
+
+	f, err := os.Open(path)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	defer f.Close()
+	fds, err := blankFindings(f, c.SizeBytes)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.Findings = fds
+	if pr, err := superblock.Probe(f, c.SizeBytes); err == nil {
+		for _, cand := range pr.Candidates {
+			if cand.Err == nil && cand.Superblock != nil {
+				c.mdsb = append(c.mdsb, cand.Superblock)
+			}
+		}
+	}
+	return c
+}
+
+// partitions lists the kernel's partitions of disk name: the entries of
+// its sysfs directory that have a "partition" attribute.
+func (m *Manager) partitions(name string) []string {
+	dir := m.fs.Path("class", "block", name)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "partition")); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// arrayRoles reports whether the device is an md array, and which arrays
+// it is bound to as a member.
+func (m *Manager) arrayRoles(name string, dev sysfs.DevNum) (isArray bool, memberOf []string) {
+	arrays, err := m.fs.Arrays()
+	if err != nil {
+		return false, nil
+	}
+	for _, an := range arrays {
+		a, err := m.fs.Array(an)
+		if err != nil {
+			continue
+		}
+		if an == name {
+			isArray = true
+		}
+		if d, err := a.Dev(); err == nil && d == dev {
+			isArray = true
+		}
+		mems, _ := a.Members()
+		for _, mem := range mems {
+			kn := mem.Name()
+			if bl, err := mem.Block(); err == nil {
+				kn = bl.Name
+			}
+			if kn == name {
+				memberOf = append(memberOf, an)
+			}
+		}
+	}
+	return isArray, memberOf
+}
+
+// mountsOf returns the mount points in the mountinfo file whose device is
+// one of devs.
+func mountsOf(mountInfo string, devs []sysfs.DevNum) ([]string, error) {
+	f, err := os.Open(mountInfo)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("md: reading mounts: %w", err)
+	}
+	defer f.Close()
+	want := map[string]bool{}
+	for _, d := range devs {
+		want[d.String()] = true
+	}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// mount ID, parent ID, major:minor, root, mount point, ...
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 5 && want[fields[2]] {
+			out = append(out, fields[4])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("md: reading mounts: %w", err)
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,220 @@
+package md
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// fakeKernel records every call and imitates the kernel's visible effects
+// on the sysfs tree of a fixture, so that the executor's re-reads and its
+// verification see what a real kernel would show. WriteDevice really
+// writes (image files).
+type fakeKernel struct {
+	mu    sync.Mutex
+	fs    sysfs.FS
+	calls []string
+	// fail makes the call whose name (such as "AddNewDisk") matches
+	// return the error.
+	fail map[string]error
+	// recover is what sync_action reads after unfreezing.
+	recover string
+	// added is the kernel name ADD_NEW_DISK shows as a new member: the
+	// base name of the image last written.
+	added string
+	// show makes ADD_NEW_DISK show the added member in sysfs.
+	show bool
+	// slotted is set once a slot was pinned: unfreezing then starts
+	// "recovery".
+	slotted bool
+	// slotState is what the new member's state reads once its slot is
+	// set ("spare" when empty: a member being rebuilt).
+	slotState string
+}
+
+func (k *fakeKernel) record(name string, args ...any) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := make([]string, len(args))
+	for i, a := range args {
+		s[i] = fmt.Sprint(a)
+	}
+	k.calls = append(k.calls, name+"("+strings.Join(s, ", ")+")")
+	return k.fail[name]
+}
+
+func (k *fakeKernel) Calls() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.calls...)
+}
+
+func (k *fakeKernel) attr(array string, elem ...string) string {
+	return k.fs.Path(append([]string{"block", array, "md"}, elem...)...)
+}
+
+func (k *fakeKernel) set(path, v string) error { return os.WriteFile(path, []byte(v+"\n"), 0o644) }
+
+func (k *fakeKernel) SetFaulty(array string, dev sysfs.DevNum) error {
+	return k.record("SetFaulty", array, dev)
+}
+
+func (k *fakeKernel) HotRemove(array string, dev sysfs.DevNum) error {
+	if err := k.record("HotRemove", array, dev); err != nil {
+		return err
+	}
+	a, _ := k.fs.Array(array)
+	mems, _ := a.Members()
+	for _, m := range mems {
+		if bl, err := m.Block(); err == nil {
+			if d, err := blockDevNum(k.fs, bl.Name); err == nil && d == dev {
+				return os.RemoveAll(k.attr(array, m.Dir()))
+			}
+		}
+	}
+	return nil
+}
+
+func blockDevNum(fsys sysfs.FS, name string) (sysfs.DevNum, error) {
+	b, err := os.ReadFile(fsys.Path("class", "block", name, "dev"))
+	if err != nil {
+		return sysfs.DevNum{}, err
+	}
+	return sysfs.ParseDevNum(strings.TrimSpace(string(b)))
+}
+
+func (k *fakeKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
+	if err := k.record("AddNewDisk", array, dev); err != nil {
+		return err
+	}
+	if !k.show {
+		return nil
+	}
+	return k.addedMember(array, k.added)
+}
+
+func (k *fakeKernel) RunArray(array string) error { return k.record("RunArray", array) }
+
+func (k *fakeKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
+	if err := k.record("SetSyncAction", array, act); err != nil {
+		return err
+	}
+	v := string(act)
+	if act == sysfs.ActionIdle && k.recover != "" && k.slotted {
+		v = k.recover
+	}
+	return k.set(k.attr(array, "sync_action"), v)
+}
+
+func (k *fakeKernel) SetSlot(array, member string, slot int) error {
+	if err := k.record("SetSlot", array, member, slot); err != nil {
+		return err
+	}
+	if err := k.set(k.attr(array, "dev-"+member, "slot"), fmt.Sprint(slot)); err != nil {
+		return err
+	}
+	k.slotted = true
+	if k.slotState != "" {
+		return k.set(k.attr(array, "dev-"+member, "state"), k.slotState)
+	}
+	return nil
+}
+
+func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) error {
+	if err := k.record("WriteState", array, member, cmd); err != nil {
+		return err
+	}
+	if cmd == sysfs.CmdWantReplacement {
+		return k.set(k.attr(array, "dev-"+member, "state"), "in_sync,want_replacement")
+	}
+	return nil
+}
+
+func (k *fakeKernel) WriteDevice(path string, lbs int64, regions []region) error {
+	what := make([]string, len(regions))
+	for i, r := range regions {
+		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
+	}
+	if err := k.record("WriteDevice", filepath.Base(path), lbs, strings.Join(what, " ")); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.added = filepath.Base(path)
+	k.mu.Unlock()
+	return sysKernel{}.WriteDevice(path, lbs, regions)
+}
+
+// addedMember is what the fake shows after ADD_NEW_DISK of name: an
+// unslotted spare.
+func (k *fakeKernel) addedMember(array, name string) error {
+	dir := k.attr(array, "dev-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := k.set(filepath.Join(dir, "slot"), "none"); err != nil {
+		return err
+	}
+	return k.set(filepath.Join(dir, "state"), "spare")
+}
+
+// replaceRig is a captured system rebuilt in a temporary directory with a
+// fake kernel, a run directory and an empty mount table.
+type replaceRig struct {
+	m    *Manager
+	k    *fakeKernel
+	fc   *fixture.Case
+	dev  string // dev root
+	name string // array kernel name
+}
+
+func fixtureByName(t testing.TB, name string) *fixture.Case {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
+	t.Helper()
+	fc := fixtureByName(t, fixtureName)
+	m := fixtureManager(t, fc)
+	dir := t.TempDir()
+	mi := filepath.Join(dir, "mountinfo")
+	if err := os.WriteFile(mi, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := &fakeKernel{fs: m.fs}
+	m.ops = ops{k: k, runDir: filepath.Join(dir, "run"), mountInfo: mi}
+	return &replaceRig{m: m, k: k, fc: fc, dev: m.devRoot, name: fc.Info.Array}
+}
+
+// candidate creates a sparse image of size bytes under the dev root,
+// replacing an earlier one.
+func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(r.dev, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {
+	t.Helper()
+	return r.m.arrayFacts(r.name, member)
+}
+
+func slotp(n int) *int { return &n }
