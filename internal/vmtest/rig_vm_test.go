@@ -11,9 +11,9 @@ import (
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 )
 
-// TestGuestRAID1 proves the rig end to end: modules, mdadm and its
+// TestVMGuestRAID1 proves the rig end to end: modules, mdadm and its
 // libraries, device nodes without udev, sysfs and /proc/mdstat.
-func TestGuestRAID1(t *testing.T) {
+func TestVMGuestRAID1(t *testing.T) {
 	disks := guest.ScratchDisks(t, 2)
 	for i, d := range disks {
 		if d.Slot != i || d.ByPath != []string{"pci-0000:00:10.0", "pci-0000:00:11.0"}[i] || d.Size != 64<<20 {
@@ -61,8 +61,8 @@ func TestGuestRAID1(t *testing.T) {
 	}
 }
 
-// TestGuestReset checks that the cleanup helper really leaves blank disks.
-func TestGuestReset(t *testing.T) {
+// TestVMGuestReset checks that the cleanup helper really leaves blank disks.
+func TestVMGuestReset(t *testing.T) {
 	disks := guest.ScratchDisks(t, 3)
 
 	guest.Mdadm(t, "--create", "/dev/md0", "--run", "--level=5", "--raid-devices=3",

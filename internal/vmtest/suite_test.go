@@ -14,7 +14,9 @@ const (
 )
 
 // TestGuestPackages runs, for each package with "//go:build vmtest" test
-// files, its test binary in a fresh VM with blank scratch disks.
+// files, its test binary in a fresh VM with blank scratch disks. Only the
+// tests named TestVM... run in the guest: the package's host tests have
+// already run outside, and are slow under emulation.
 func TestGuestPackages(t *testing.T) {
 	r := NewTestRig(t)
 	if r.Root == "" {
@@ -38,7 +40,7 @@ func TestGuestPackages(t *testing.T) {
 			t.Logf("built %s in %v", p.ImportPath, time.Since(start).Round(time.Millisecond))
 			guestExe := "/vmtest/bin/" + filepath.Base(exe)
 			res, err := r.RunTest(t, Config{
-				Cmd:     []string{guestExe, "-test.v", "-test.timeout=4m"},
+				Cmd:     []string{guestExe, "-test.v", "-test.timeout=4m", "-test.run=^TestVM"},
 				Dir:     "/src/" + p.Rel,
 				Files:   map[string]string{guestExe: exe},
 				Disks:   TestDisks(t, suiteDisks, suiteDiskSize),
@@ -49,6 +51,9 @@ func TestGuestPackages(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("guest tests of %s failed: %v", p.ImportPath, err)
+			}
+			if strings.Contains(res.Console, "testing: warning: no tests to run") {
+				t.Fatalf("%s has vmtest files but no test named TestVM...: name guest tests TestVM...", p.ImportPath)
 			}
 		})
 	}
