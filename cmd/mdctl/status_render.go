@@ -131,7 +131,8 @@ func renderArray(w io.Writer, a *md.Array) {
 	case act.Kind != md.Idle:
 		fmt.Fprintf(w, "  activity: %s\n", act.Kind)
 	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table strings.Builder
+	tw = tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SLOT\tSTATE\tDEVICE\tBY-PATH\tFLAGS\tEVENTS")
 	row := func(slot, state string, m *md.Member) {
 		if m == nil {
@@ -164,6 +165,12 @@ func renderArray(w io.Writer, a *md.Array) {
 		row("-", "faulty", &a.Faulty[i])
 	}
 	tw.Flush()
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		// Rows of empty slots leave padding behind.
+		if line != "" {
+			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+		}
+	}
 	for _, e := range a.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
