@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -276,4 +278,110 @@ func mountsOf(mountInfo string, devs []sysfs.DevNum) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// ErrRebuildFailed means the new member failed or left the array while
+// it was being rebuilt.
+var ErrRebuildFailed = errors.New("md: rebuild failed")
+
+// WaitRequest says which rebuild WaitReplace follows.
+type WaitRequest struct {
+	// Array is the array, Member the new member (kernel names, as in a
+	// ReplaceResult).
+	Array, Member string
+	// Replaced is, for a hot replace, the member being replaced: once the
+	// kernel has marked it faulty it is removed.
+	Replaced string
+	// Interval between reads; default one second.
+	Interval time.Duration
+	// Progress, if set, is called after every read with the array's
+	// status.
+	Progress func(Array)
+}
+
+// WaitReplace follows the rebuild of a replaced member until it is in
+// sync and the array's sync thread is idle; for a hot replace it then
+// waits for the kernel to mark the old member faulty and removes it.
+// It returns the array's status at the end, whose health the caller
+// should check. Cancelling ctx stops the waiting, not the rebuild.
+// A new member that turns faulty or disappears gives ErrRebuildFailed.
+func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error) {
+	interval := w.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	removed := w.Replaced == ""
+	for {
+		a, err := m.Status(ctx, w.Array)
+		if err != nil {
+			return a, err
+		}
+		if w.Progress != nil {
+			w.Progress(a)
+		}
+		done, err := rebuildDone(a, w.Member)
+		if err != nil {
+			return a, err
+		}
+		if done && !removed {
+			old, _ := findIn(a, w.Replaced)
+			switch {
+			case old == nil:
+				removed = true
+			case slices.Contains(old.Flags, string(sysfs.FlagFaulty)):
+				if err := m.Remove(ctx, w.Array, w.Replaced); err != nil {
+					return a, fmt.Errorf("md: removing the replaced %s: %w", w.Replaced, err)
+				}
+				removed = true
+				continue
+			}
+		}
+		if done && removed {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return a, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// rebuildDone decides whether the rebuild of member is over: it holds a
+// slot, is in sync, and nothing runs.
+func rebuildDone(a Array, member string) (bool, error) {
+	mem, where := findIn(a, member)
+	switch {
+	case mem == nil:
+		return false, fmt.Errorf("%w: %s is no longer a member of %s", ErrRebuildFailed, member, a.Device)
+	case slices.Contains(mem.Flags, string(sysfs.FlagFaulty)):
+		return false, fmt.Errorf("%w: %s is faulty", ErrRebuildFailed, member)
+	}
+	inSync := slices.Contains(mem.Flags, string(sysfs.FlagInSync))
+	idle := a.Activity.Kind == Idle
+	return where == "slot" && inSync && idle, nil
+}
+
+// findIn finds a member in a status by kernel name, and where it is:
+// "slot", "replacement", "spare" or "faulty".
+func findIn(a Array, name string) (*Member, string) {
+	for _, s := range a.Slots {
+		if s.Member != nil && s.Member.Device == name {
+			return s.Member, "slot"
+		}
+		if s.Replacement != nil && s.Replacement.Device == name {
+			return s.Replacement, "replacement"
+		}
+	}
+	for i := range a.Spares {
+		if a.Spares[i].Device == name {
+			return &a.Spares[i], "spare"
+		}
+	}
+	for i := range a.Faulty {
+		if a.Faulty[i].Device == name {
+			return &a.Faulty[i], "faulty"
+		}
+	}
+	return nil, ""
 }

@@ -28,6 +28,10 @@ type CLI struct {
 
 	Status     StatusCmd     `cmd:"" help:"Show the health of every md array (or the named ones), like mdadm --detail --test."`
 	Examine    ExamineCmd    `cmd:"" help:"Show the md superblock of member devices or images, like mdadm --examine."`
+	Replace    ReplaceCmd    `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
+	Fail       FailCmd       `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
+	Remove     RemoveCmd     `cmd:"" help:"Remove a faulty member or a spare from an array."`
+	Run        RunCmd        `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash or zsh)."`
 }
 

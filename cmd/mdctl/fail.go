@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// FailCmd is `mdctl fail`.
+type FailCmd struct {
+	Array  string `arg:"" help:"The array."`
+	Member string `arg:"" help:"The member to mark faulty (sdb or /dev/sdb)."`
+}
+
+// Run marks the member faulty. It refuses (exit 2) when the array would
+// not survive without it.
+func (c *FailCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if err := m.Fail(context.Background(), c.Array, c.Member); err != nil {
+		return primitiveError(err)
+	}
+	fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", c.Array, c.Member)
+	return nil
+}
+
+// primitiveError maps fail/remove/run errors to exit codes: refusals
+// (nothing written) exit 2.
+func primitiveError(err error) error {
+	for _, r := range []error{md.ErrWouldFail, md.ErrNoMember, md.ErrMemberActive, md.ErrArrayRunning,
+		md.ErrNotEnough, md.ErrArrayInactive, md.ErrNoArray} {
+		if errors.Is(err, r) {
+			return &exitError{code: exitRefused, msg: err.Error()}
+		}
+	}
+	return &exitError{code: exitFailure, msg: err.Error()}
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// RemoveCmd is `mdctl remove`.
+type RemoveCmd struct {
+	Array  string `arg:"" help:"The array."`
+	Member string `arg:"" help:"The faulty member or spare to remove (sdb or /dev/sdb)."`
+}
+
+// Run removes the member. A member that still holds a slot is refused
+// (exit 2): fail it first.
+func (c *RemoveCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if err := m.Remove(context.Background(), c.Array, c.Member); err != nil {
+		return primitiveError(err)
+	}
+	fmt.Fprintf(k.Stdout, "%s: %s removed.\n", c.Array, c.Member)
+	return nil
+}

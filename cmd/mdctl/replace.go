@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// Exit codes of replace, fail, remove and run.
+const (
+	exitOK      = 0
+	exitFailure = 1 // could not read the system, bad arguments
+	exitRefused = 2 // refused: nothing was written
+	exitPartial = 3 // failed after changing something: see the message
+)
+
+// ReplaceCmd is `mdctl replace`.
+type ReplaceCmd struct {
+	Array  string `arg:"" help:"The array (md127, /dev/md127, /dev/md/boot or a name)."`
+	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk."`
+	Slot   int    `name:"slot" default:"-1" placeholder:"N" help:"The slot to fill; needed when several slots are empty."`
+	Member string `name:"member" placeholder:"OLD" help:"The old member: a faulty member to remove first, or with --hot the live member to replace."`
+	DryRun bool   `name:"dry-run" help:"Print the plan and every check; write nothing."`
+	Wait   bool   `name:"wait" help:"Follow the rebuild until the new member is in sync (Ctrl-C stops waiting, not the rebuild)."`
+	Hot    bool   `name:"hot" help:"Replace a live member (--member) while it stays in service; it is removed once the copy is complete (with --wait)."`
+	RunDir string `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files live."`
+}
+
+// Run plans the replace, prints the plan on --dry-run or on refusal, and
+// otherwise carries it out. Exit codes: 0 done, 1 error, 2 refused
+// (nothing written), 3 failed after a change (the message says what was
+// left).
+func (c *ReplaceCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	req := md.ReplaceRequest{Array: c.Array, With: c.With, Member: c.Member, Hot: c.Hot}
+	if c.Slot >= 0 || k.Args != nil && hasFlag(k.Args, "--slot") {
+		n := c.Slot
+		req.Slot = &n
+	}
+	ctx := context.Background()
+	p, err := m.PlanReplace(ctx, req)
+	if p != nil && (c.DryRun || err != nil) {
+		printPlan(k.Stdout, p)
+	}
+	if err != nil {
+		return replaceError(err)
+	}
+	if c.DryRun {
+		fmt.Fprintln(k.Stdout, "Dry run: nothing was written.")
+		return nil
+	}
+	res, err := m.ExecuteReplace(ctx, p)
+	if err != nil {
+		return replaceError(err)
+	}
+	fmt.Fprintf(k.Stdout, "%s: %s now holds slot %d (sync_action %s) after %v.\n",
+		res.Plan.Array, res.Plan.Candidate.Path, res.Slot, res.SyncAction, res.Duration.Round(time.Microsecond))
+	if !c.Wait {
+		return nil
+	}
+	w := md.WaitRequest{Array: res.Plan.Array, Member: res.Member, Progress: progressPrinter(k.Stderr)}
+	if c.Hot {
+		w.Replaced = res.Plan.Replace.Device
+	}
+	return waitAndReport(k, m, w)
+}
+
+// hasFlag reports whether args name the flag (so that --slot -1 is
+// passed on and refused rather than ignored).
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceError maps the library's errors to exit codes.
+func replaceError(err error) error {
+	var ee *md.ExecError
+	switch {
+	case errors.Is(err, md.ErrRefused), errors.Is(err, md.ErrLocked), errors.Is(err, md.ErrPlanChanged):
+		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was written)"}
+	case errors.As(err, &ee):
+		return &exitError{code: exitPartial, msg: err.Error()}
+	}
+	return &exitError{code: exitFailure, msg: err.Error()}
+}
+
+// printPlan prints the plan and every check.
+func printPlan(w io.Writer, p *md.Plan) {
+	kind := "Replace"
+	if p.Hot {
+		kind = "Hot replace"
+	}
+	fmt.Fprintf(w, "%s in %s (%s, metadata %s, %d slots, UUID %s)\n", kind, p.Array, p.Level, p.Metadata, p.RaidDisks, p.UUID)
+	if p.Resume != md.ResumeNone {
+		fmt.Fprintf(w, "Resuming an interrupted replace (%s).\n", p.Resume)
+	}
+	fmt.Fprintln(w, "Checks:")
+	for _, ck := range p.Checks {
+		fmt.Fprintf(w, "  [%s] %s: %s\n", ck.Status, ck.Name, ck.Reason)
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprintln(w, "Steps:")
+		for i, st := range p.Steps {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, st.Detail)
+		}
+	}
+	if len(p.Writes) > 0 {
+		fmt.Fprintf(w, "Writes on %s:\n", p.Candidate.Path)
+		for _, wr := range p.Writes {
+			fmt.Fprintf(w, "  %s: %d bytes at byte %d\n", wr.What, wr.Length, wr.Offset)
+		}
+	}
+}
+
+// progressPrinter draws a one-line progress bar on w.
+func progressPrinter(w io.Writer) func(md.Array) {
+	return func(a md.Array) {
+		act := a.Activity
+		if act.Kind == md.Idle || act.TotalSectors == 0 {
+			return
+		}
+		const width = 30
+		n := int(act.Percent / 100 * width)
+		bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
+		eta := "-"
+		if act.ETASeconds > 0 {
+			eta = (time.Duration(act.ETASeconds) * time.Second).String()
+		}
+		fmt.Fprintf(w, "\r%s %s [%s] %5.1f%% %d KiB/s ETA %s ", a.Device, act.Kind, bar, act.Percent, act.SpeedKiBs, eta)
+	}
+}
+
+// waitAndReport follows the rebuild and checks the array's health after.
+// Ctrl-C stops the waiting only.
+func waitAndReport(k *kong.Context, m *md.Manager, w md.WaitRequest) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := m.WaitReplace(ctx, w)
+	fmt.Fprintln(k.Stderr)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(k.Stdout, "Stopped waiting; the rebuild of %s continues in the kernel (mdctl status %s).\n", w.Member, w.Array)
+		return nil
+	}
+	if err != nil {
+		return &exitError{code: exitPartial, msg: err.Error()}
+	}
+	fmt.Fprintf(k.Stdout, "%s: %s is in sync; the array is %s with %s redundancy.\n", a.Device, w.Member, a.Availability, a.Redundancy)
+	if a.Availability != md.Online {
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("%s is %s after the rebuild", a.Device, a.Availability)}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// RunCmd is `mdctl run`.
+type RunCmd struct {
+	Array string `arg:"" help:"The assembled, inactive array to start."`
+}
+
+// Run starts an inactive array with the members it has (RUN_ARRAY), the
+// last resort for an array assembled one member short. It refuses (exit
+// 2) a running array or one with too few members.
+func (c *RunCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if err := m.Run(context.Background(), c.Array); err != nil {
+		return primitiveError(err)
+	}
+	fmt.Fprintf(k.Stdout, "%s: started.\n", c.Array)
+	return nil
+}
