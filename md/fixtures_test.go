@@ -3,7 +3,6 @@ package md
 import (
 	"context"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/mdadmtext"
 )
 
 // fixtureCases loads the real captures made by testdata/gen.
@@ -42,7 +42,7 @@ func fixtureManager(t testing.TB, c *fixture.Case) *Manager {
 	return m
 }
 
-// detail is what the test reads back from mdadm --detail.
+// detail is mdadm --detail in the shape the md tests use.
 type detail struct {
 	fields map[string]string
 	rows   []detailRow
@@ -54,62 +54,29 @@ type detailRow struct {
 	dev   string // "/dev/vdb", or "" for a removed slot
 }
 
-var detailField = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z /]*[A-Za-z]) : (.*)$`)
-
 func parseDetail(text string) detail {
-	d := detail{fields: map[string]string{}}
-	inTable := false
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 4 && f[0] == "Number" && f[1] == "Major" {
-			inTable = true
-			continue
-		}
-		if inTable {
-			if len(f) < 4 {
-				continue
-			}
-			r := detailRow{slot: f[3]}
-			rest := f[4:]
-			if len(rest) > 0 && strings.HasPrefix(rest[len(rest)-1], "/dev/") {
-				r.dev = rest[len(rest)-1]
-				rest = rest[:len(rest)-1]
-			}
-			r.state = strings.Join(rest, " ")
-			d.rows = append(d.rows, r)
-			continue
-		}
-		if m := detailField.FindStringSubmatch(line); m != nil {
-			d.fields[m[1]] = strings.TrimSpace(m[2])
-		}
+	m := mdadmtext.ParseDetail(text)
+	d := detail{fields: m.Fields}
+	for _, r := range m.Rows {
+		d.rows = append(d.rows, detailRow{slot: r.Slot, state: r.State, dev: r.Dev})
 	}
 	return d
 }
 
+// atoiField returns a numeric field of mdadm --detail, failing the test
+// when it is missing.
 func atoiField(t testing.TB, d detail, key string) int {
 	t.Helper()
-	v, ok := d.fields[key]
-	if !ok {
-		t.Fatalf("mdadm --detail has no %q", key)
-	}
-	n, err := strconv.Atoi(v)
+	n, err := strconv.Atoi(d.fields[key])
 	if err != nil {
-		t.Fatalf("mdadm --detail %q = %q: %v", key, v, err)
+		t.Fatalf("mdadm --detail %q = %q: %v", key, d.fields[key], err)
 	}
 	return n
 }
 
 // expectAvailability maps mdadm --detail's State line to ours.
 func expectAvailability(state string) Availability {
-	switch {
-	case strings.Contains(state, "inactive"):
-		return Inactive
-	case strings.Contains(state, "FAILED"), strings.Contains(state, "broken"):
-		return Failed
-	case strings.Contains(state, "degraded"):
-		return Degraded
-	}
-	return Online
+	return Availability(mdadmtext.Detail{Fields: map[string]string{"State": state}}.Health())
 }
 
 func findMember(a *Array, dev string) (*Member, string) {
@@ -172,10 +139,8 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			c.Check(a.Counts.Working, qt.Equals, atoiField(t, d, "Working Devices"))
 			c.Check(a.Counts.Failed, qt.Equals, atoiField(t, d, "Failed Devices"))
 			c.Check(a.Counts.Spare, qt.Equals, atoiField(t, d, "Spare Devices"))
-			if u, ok := d.fields["UUID"]; ok {
-				u, _, _ = strings.Cut(u, " ")
-				c.Check(strings.ReplaceAll(a.UUID, "-", ""), qt.Equals, strings.ReplaceAll(u, ":", ""))
-			}
+			u, _, _ := strings.Cut(d.fields["UUID"], " ")
+			c.Check(strings.ReplaceAll(a.UUID, "-", ""), qt.Equals, strings.ReplaceAll(u, ":", ""))
 
 			for _, row := range d.rows {
 				if row.dev == "" { // "removed": the slot is empty

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/mdadmtext"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -31,25 +32,6 @@ func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// mdadmExit is what mdadm --detail --test would return for the State line
-// of a capture.
-func mdadmExit(detail string) int {
-	for _, line := range strings.Split(detail, "\n") {
-		k, v, ok := strings.Cut(line, " : ")
-		if !ok || strings.TrimSpace(k) != "State" {
-			continue
-		}
-		switch {
-		case strings.Contains(v, "FAILED"), strings.Contains(v, "inactive"):
-			return 2
-		case strings.Contains(v, "degraded"):
-			return 1
-		}
-		return 0
-	}
-	return 4
-}
-
 func TestStatusOnRealCaptures(t *testing.T) {
 	cases, err := fixture.LoadAll(filepath.Join("..", "..", "testdata", "fixtures"))
 	qt.Assert(t, err, qt.IsNil)
@@ -60,7 +42,7 @@ func TestStatusOnRealCaptures(t *testing.T) {
 			sys, dev, err := fc.Materialize(t.TempDir())
 			c.Assert(err, qt.IsNil)
 			roots := []string{"--sysfs", sys, "--dev", dev}
-			want := mdadmExit(fc.Texts["detail.txt"])
+			want := mdadmtext.ParseDetail(fc.Texts["detail.txt"]).TestExit()
 
 			code, out, errOut := runCLI(t, append([]string{"status"}, roots...)...)
 			c.Check(code, qt.Equals, want, qt.Commentf("stdout:\n%s\nstderr:\n%s", out, errOut))

@@ -1,0 +1,34 @@
+package mdadmtext
+
+import (
+	"path/filepath"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+)
+
+func TestParseDetailOnCaptures(t *testing.T) {
+	c := qt.New(t)
+	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid1-failed"))
+	c.Assert(err, qt.IsNil)
+	d := ParseDetail(fc.Texts["detail.txt"])
+	c.Check(d.Int("Raid Devices"), qt.Equals, 2)
+	c.Check(d.Int("Failed Devices"), qt.Equals, 1)
+	c.Check(d.Int("No Such Field"), qt.Equals, -1)
+	c.Check(d.UUID(), qt.Equals, "6cc39dcd3d2d7b68a5ec898ccdfd6840")
+	c.Check(d.Health(), qt.Equals, "degraded")
+	c.Check(d.TestExit(), qt.Equals, 1)
+	c.Check(d.Rows, qt.DeepEquals, []Row{
+		{Slot: "0", State: "active sync", Dev: "/dev/vda"},
+		{Slot: "1", State: "removed"},
+		{Slot: "-", State: "faulty", Dev: "/dev/vdb"},
+	})
+
+	fc, err = fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid5-inactive"))
+	c.Assert(err, qt.IsNil)
+	d = ParseDetail(fc.Texts["detail.txt"])
+	c.Check(d.Health(), qt.Equals, "inactive")
+	c.Check(d.TestExit(), qt.Equals, 2)
+}
