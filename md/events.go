@@ -230,10 +230,17 @@ func inSync(m *Member) bool { return slices.Contains(m.Flags, "in_sync") }
 func faulty(m *Member) bool { return slices.Contains(m.Flags, "faulty") }
 
 // syncing reports whether a sync thread works on a, and its percentage.
+// Like mdadm, which looks for a percentage in /proc/mdstat, it counts a
+// sync only once it reports progress: right after a member fails,
+// sync_action reads "recover" while the kernel looks for a spare
+// (MD_RECOVERY_NEEDED) even when there is none, and sync_completed stays
+// "none".
 func syncing(a *Array) (bool, int) {
 	switch a.Activity.Kind {
 	case Resync, Recover, Check, Repair, Reshape:
-		return true, int(a.Activity.Percent)
+		if a.Activity.TotalSectors > 0 {
+			return true, int(a.Activity.Percent)
+		}
 	}
 	return false, 0
 }

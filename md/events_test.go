@@ -132,6 +132,11 @@ func TestDiff(t *testing.T) {
 			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 45%"}},
 		{"resync turns into check", report(withActivity(mirrorHealthy(), Resync, 50)), report(withActivity(mirrorHealthy(), Check, 0)), nil,
 			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%"}},
+		{"recover without progress (no spare to use): no rebuild", report(mirrorFailed()), report(func() Array {
+			a := mirrorUnslotted()
+			a.Activity.Kind = Recover
+			return a
+		}()), nil, []string{}},
 		{"spare fails", report(withSpare(mirrorHealthy(), "spare")), report(withSpare(mirrorHealthy(), "faulty")), nil,
 			[]string{"FailSpare md127 vdd"}},
 		{"rebuilding member fails", report(mirrorRecovering(30)), report(failRebuilding(mirrorRecovering(30))), nil,
@@ -165,7 +170,7 @@ func TestDiff(t *testing.T) {
 }
 
 func withActivity(a Array, k ActivityKind, pct float64) Array {
-	a.Activity = Activity{Kind: k, Percent: pct}
+	a.Activity = Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
 

@@ -5,8 +5,8 @@ package md
 // of which slots to try and with which disk is decideHeal's, a pure
 // function of the snapshot, the records and the disks found per port.
 // Whether the disk may be used (blank, not in use, large enough) and how
-// it is added are the replace planner's and executor's, exactly as for
-// mdctl replace.
+// it is added are the replace planner's and executor's (PlanReplace,
+// ExecuteReplace), exactly as for mdctl replace --slot N.
 
 import (
 	"context"
@@ -60,6 +60,8 @@ type Decision struct {
 	// sentinels below, a *StoreError, or the replace planner's or
 	// executor's error.
 	Err error `json:"-"`
+
+	old string // the faulty member still holding the slot, removed first
 }
 
 // Reasons heal refuses a slot by itself, before asking the replace
@@ -179,13 +181,13 @@ func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bo
 	if f == nil {
 		f = replaceFiller{m}
 	}
-	p, err := f.planFill(ctx, d.Array, d.Slot, d.Disk)
+	req := ReplaceRequest{Array: d.Array, With: d.Disk, Slot: &d.Slot, Member: d.old}
+	p, err := f.planFill(ctx, req)
 	if err != nil {
-		d.Outcome, d.Err = OutcomeFailed, err
-		if errors.Is(err, errFillRefused) {
+		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
+		if errors.Is(err, ErrRefused) {
 			d.Outcome = OutcomeRefused
 		}
-		d.Reason = err.Error()
 		return
 	}
 	if dryRun {
@@ -329,6 +331,9 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			default:
 				d.Device, d.Disk = devs[0], path.Join(devRoot, devs[0])
 				d.Outcome = ""
+				if s.State == SlotFaulty && s.Member != nil {
+					d.old = s.Member.Device
+				}
 				chosen = s.Slot
 			}
 			if d.Err != nil {
@@ -340,27 +345,23 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 	return out
 }
 
-// errFillRefused is matched by a filler's refusal: the planner said no
-// and nothing was written.
-var errFillRefused = errors.New("md: refused")
-
-// slotFiller is what heal needs from the replace machinery: a plan for
-// putting disk into slot of array, with every check a replace makes, and
-// its execution. It is an interface so that tests can fake the kernel
-// side.
+// slotFiller is what heal needs from the replace machinery: a plan with
+// every check a replace makes (a refusal matches ErrRefused), and its
+// execution. It is an interface so that tests can fake the kernel side.
 type slotFiller interface {
-	planFill(ctx context.Context, array string, slot int, disk string) (any, error)
-	executeFill(ctx context.Context, plan any) error
+	planFill(ctx context.Context, req ReplaceRequest) (*Plan, error)
+	executeFill(ctx context.Context, p *Plan) error
 }
 
-// replaceFiller fills slots with the replace planner and executor.
+// replaceFiller fills slots with the replace planner and executor, the
+// same as mdctl replace --slot N.
 type replaceFiller struct{ m *Manager }
 
-// errNoExecutor is returned until the replace executor is wired in.
-var errNoExecutor = errors.New("md: heal: the replace executor is not available in this build")
-
-func (f replaceFiller) planFill(ctx context.Context, array string, slot int, disk string) (any, error) {
-	return nil, errNoExecutor
+func (f replaceFiller) planFill(ctx context.Context, req ReplaceRequest) (*Plan, error) {
+	return f.m.PlanReplace(ctx, req)
 }
 
-func (f replaceFiller) executeFill(ctx context.Context, plan any) error { return errNoExecutor }
+func (f replaceFiller) executeFill(ctx context.Context, p *Plan) error {
+	_, err := f.m.ExecuteReplace(ctx, p)
+	return err
+}

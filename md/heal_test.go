@@ -159,19 +159,19 @@ type fakeFiller struct {
 	done    []string
 }
 
-func (f *fakeFiller) planFill(_ context.Context, array string, slot int, disk string) (any, error) {
-	f.planned = append(f.planned, fmt.Sprintf("%s/%d/%s", array, slot, disk))
+func (f *fakeFiller) planFill(_ context.Context, req ReplaceRequest) (*Plan, error) {
+	f.planned = append(f.planned, fmt.Sprintf("%s/%d/%s/%s", req.Array, *req.Slot, req.With, req.Member))
 	if f.refuse != nil {
 		return nil, f.refuse
 	}
-	return f.planned[len(f.planned)-1], nil
+	return &Plan{Array: req.Array, Slot: *req.Slot}, nil
 }
 
-func (f *fakeFiller) executeFill(_ context.Context, plan any) error {
+func (f *fakeFiller) executeFill(_ context.Context, p *Plan) error {
 	if f.failing != nil {
 		return f.failing
 	}
-	f.done = append(f.done, plan.(string))
+	f.done = append(f.done, fmt.Sprintf("%s/%d", p.Array, p.Slot))
 	return nil
 }
 
@@ -194,8 +194,8 @@ func TestHealPass(t *testing.T) {
 		{name: "disk in the port: healed", port: "0000:00:11.0", want: OutcomeHealed, planned: true, done: true},
 		{name: "dry run: planned only", port: "0000:00:11.0", dryRun: true, want: OutcomeWouldHeal, planned: true},
 		{name: "planner refuses (not blank)", port: "0000:00:11.0",
-			filler: fakeFiller{refuse: fmt.Errorf("%w: vdc holds an ext4 file system", errFillRefused)},
-			want:   OutcomeRefused, planned: true, err: errFillRefused},
+			filler: fakeFiller{refuse: &RefusedError{Array: "md0", Check: "blank", Reason: "vdc holds ext4", Err: ErrNotBlank}},
+			want:   OutcomeRefused, planned: true, err: ErrNotBlank},
 		{name: "executor fails", port: "0000:00:11.0", filler: fakeFiller{failing: errors.New("EBUSY")},
 			want: OutcomeFailed, planned: true},
 		{name: "disk in another port: untouched", port: "0000:00:15.0", want: OutcomeRefused, err: ErrPortEmpty},
@@ -234,7 +234,7 @@ func TestHealPass(t *testing.T) {
 				c.Assert(d.Err, qt.ErrorIs, tt.err)
 			}
 			if tt.planned {
-				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.DevRoot() + "/vdc"})
+				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.DevRoot() + "/vdc/"})
 			} else {
 				c.Assert(f.planned, qt.HasLen, 0)
 			}

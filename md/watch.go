@@ -221,7 +221,8 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 	if rs == nil {
 		decisions = refuseAll(r, "", w.storeErrFull)
 	} else {
-		decisions = w.m.heal(ctx, r, rs, healConfig{logger: w.o.Logger})
+		// Decisions are logged below, once each, not on every pass.
+		decisions = w.m.heal(ctx, r, rs, healConfig{})
 	}
 	var out []Event
 	live := map[string]bool{}
@@ -256,6 +257,7 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 		default:
 			continue
 		}
+		logDecision(w.o.Logger, d)
 		out = append(out, e)
 	}
 	for k := range w.refused {

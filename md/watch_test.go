@@ -51,6 +51,7 @@ func TestWatchFixture(t *testing.T) {
 		Rescan: 20 * time.Millisecond,
 		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
 		Store:  &store,
+		Heal:   true,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})
 	c.Assert(err, qt.IsNil)
@@ -76,6 +77,15 @@ func TestWatchFixture(t *testing.T) {
 	c.Assert(e.Member, qt.Equals, "vdb")
 	c.Assert(*e.Slot, qt.Equals, 1)
 	c.Assert(next(t, ch).Type, qt.Equals, DegradedArray)
+	// Heal finds the recorded port still holding the failed member's
+	// disk; the replace planner refuses it (here already because the
+	// captured "disk" is an image file, not a block device).
+	e = next(t, ch)
+	c.Assert(e.Type, qt.Equals, HealRefused)
+	c.Assert(*e.Slot, qt.Equals, 1)
+	c.Assert(e.Member, qt.Equals, "vdb")
+	c.Assert(e.ByPath, qt.Equals, "pci-0000:00:11.0")
+	c.Assert(e.Reason, qt.Matches, "md: refusing to replace in md127: .*")
 
 	// Nothing is repeated on later rescans; the record stays.
 	select {
