@@ -32,6 +32,9 @@ type CLI struct {
 	Fail       FailCmd       `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
 	Remove     RemoveCmd     `cmd:"" help:"Remove a faulty member or a spare from an array."`
 	Run        RunCmd        `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
+	Record     RecordCmd     `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
+	Heal       HealCmd       `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
+	Watch      WatchCmd      `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash or zsh)."`
 }
 

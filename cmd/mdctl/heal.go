@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// HealCmd is `mdctl heal`.
+type HealCmd struct {
+	Store  string `name:"store" required:"" placeholder:"FILE" help:"The slot record file written by mdctl record or mdctl watch --store."`
+	Array  string `name:"array" placeholder:"UUID" help:"Only this array (UUID or kernel name)."`
+	DryRun bool   `name:"dry-run" help:"Decide and plan, write nothing."`
+	JSON   bool   `name:"json" help:"Print the decisions as a JSON array."`
+	RunDir string `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files live."`
+}
+
+// Run makes one heal pass and prints every decision with its reason.
+// Exit codes: 0 the pass ran (whatever it decided), 1 the system could not
+// be read, 2 the records are missing or cannot be trusted (nothing was
+// done), 3 adding a disk failed.
+func (c *HealCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	ds, err := m.Heal(context.Background(), md.HealOptions{
+		Store:  md.NewFileStore(c.Store),
+		Array:  c.Array,
+		DryRun: c.DryRun,
+	})
+	switch {
+	case errors.Is(err, md.ErrStoreCorrupt), errors.Is(err, md.ErrStoreVersion), errors.Is(err, fs.ErrNotExist):
+		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was done)"}
+	case err != nil:
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if c.JSON {
+		if ds == nil {
+			ds = []md.Decision{}
+		}
+		enc := json.NewEncoder(k.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(ds); err != nil {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+	} else {
+		printDecisions(k.Stdout, ds)
+	}
+	for _, d := range ds {
+		if d.Outcome == md.OutcomeFailed {
+			return &exitError{code: exitPartial, msg: fmt.Sprintf("%s: healing slot %d failed: %s", d.Array, d.Slot, d.Reason)}
+		}
+	}
+	return nil
+}
+
+// printDecisions prints one line per decision.
+func printDecisions(w io.Writer, ds []md.Decision) {
+	if len(ds) == 0 {
+		fmt.Fprintln(w, "No arrays.")
+	}
+	for _, d := range ds {
+		where := d.Array
+		if d.Slot >= 0 {
+			where += fmt.Sprintf(" slot %d", d.Slot)
+		}
+		if d.ByPath != "" {
+			where += " (" + d.ByPath + ")"
+		}
+		fmt.Fprintf(w, "%s: %s: %s\n", where, d.Outcome, d.Reason)
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// RecordCmd is `mdctl record`.
+type RecordCmd struct {
+	Arrays []string `arg:"" optional:"" help:"Arrays to record (md127, /dev/md/boot, a name); default every array."`
+	Store  string   `name:"store" required:"" placeholder:"FILE" help:"The slot record file (created if missing, replaced atomically)."`
+}
+
+// Run records the slots of every healthy array (or the named ones) in the
+// store. Arrays that are not fully healthy are skipped with the reason;
+// if one of the named arrays is skipped the exit status is 2. A store that
+// exists but cannot be trusted is not overwritten (exit 2).
+func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	ctx := context.Background()
+	store := md.NewFileStore(c.Store)
+	rs, err := store.Load(ctx)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		rs = &md.Records{}
+	case errors.Is(err, md.ErrStoreCorrupt), errors.Is(err, md.ErrStoreVersion):
+		return &exitError{code: exitRefused, msg: err.Error() + " (not overwritten; move it away to start afresh)"}
+	case err != nil:
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	r, err := m.Discover(ctx)
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	arrays := r.Arrays
+	if len(c.Arrays) > 0 {
+		arrays = nil
+		for _, name := range c.Arrays {
+			kname, err := m.Resolve(name)
+			if err != nil {
+				return &exitError{code: exitFailure, msg: err.Error()}
+			}
+			for _, a := range r.Arrays {
+				if a.Device == kname {
+					arrays = append(arrays, a)
+				}
+			}
+		}
+	}
+	now := time.Now()
+	recorded, skipped := 0, 0
+	for _, a := range arrays {
+		rec, err := md.NewRecord(a, now)
+		if err != nil {
+			var ne *md.NotRecordableError
+			if errors.As(err, &ne) {
+				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", a.Device, ne.Reason)
+			} else {
+				fmt.Fprintf(k.Stderr, "%s: skipped: %v\n", a.Device, err)
+			}
+			skipped++
+			continue
+		}
+		rs.Put(rec)
+		recorded++
+		fmt.Fprintf(k.Stdout, "%s: recorded %s (%s, %d slots, UUID %s):\n", a.Device, displayName(a), rec.Level, rec.RaidDisks, rec.UUID)
+		for _, s := range rec.Slots {
+			fmt.Fprintf(k.Stdout, "  slot %d: %s\n", s.Slot, describeSlot(s))
+		}
+	}
+	if recorded > 0 {
+		if err := store.Save(ctx, rs); err != nil {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(rs.Arrays), c.Store)
+	}
+	if skipped > 0 && len(c.Arrays) > 0 {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of the named arrays not recorded", skipped)}
+	}
+	return nil
+}
+
+// displayName is the array's name, or its device when it has none.
+func displayName(a md.Array) string {
+	if a.Name == "" {
+		return a.Path
+	}
+	return a.Name
+}
+
+// describeSlot is one slot record for people.
+func describeSlot(s md.SlotRecord) string {
+	port := s.ByPath
+	if port == "" {
+		port = "(no by-path identity: never healed)"
+	}
+	var id []string
+	for _, v := range []string{s.Device, s.Serial, s.WWN} {
+		if v != "" {
+			id = append(id, v)
+		}
+	}
+	if s.DeviceUUID != "" {
+		id = append(id, "device UUID "+s.DeviceUUID)
+	}
+	return port + " [" + strings.Join(id, ", ") + "]"
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+func TestRecordCLI(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	store := filepath.Join(t.TempDir(), "slots.json")
+
+	code, out, errOut := runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(out, qt.Contains, "md127: recorded boot (raid1, 2 slots, UUID 8e6788b8-45c6-2e85-8e39-bc2e99106387):")
+	c.Assert(out, qt.Contains, "  slot 1: pci-0000:00:11.0 [vdb, mdtest-1, device UUID ")
+	c.Assert(out, qt.Contains, "Saved 1 record(s) in "+store)
+	first, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Assert(string(first), qt.Contains, `"format": "go-mdraid-slot-records"`)
+
+	// Naming it works too; a named degraded array is refused with exit 2.
+	code, _, _ = runCLI(t, append(flags, "record", "--store", store, "/dev/md/boot")...)
+	c.Assert(code, qt.Equals, 0)
+
+	dflags, _ := materialize(t, "raid1-degraded-missing")
+	code, out, errOut = runCLI(t, append(dflags, "record", "--store", store, "md0")...)
+	c.Assert(code, qt.Equals, exitRefused)
+	c.Assert(errOut, qt.Contains, "md0: skipped: it is degraded")
+	c.Assert(out, qt.Not(qt.Contains), "Saved")
+	// Without names it is skipped and the others are kept.
+	code, _, errOut = runCLI(t, append(dflags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0)
+	c.Assert(errOut, qt.Contains, "md0: skipped: it is degraded")
+	after, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Assert(after, qt.Not(qt.HasLen), 0)
+
+	// A damaged store is not overwritten.
+	bad := bytes.Replace(first, []byte("mdtest-1"), []byte("mdtest-9"), 1)
+	c.Assert(os.WriteFile(store, bad, 0o644), qt.IsNil)
+	code, _, errOut = runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, exitRefused)
+	c.Assert(errOut, qt.Contains, "md: slot records are corrupt in "+store+": checksum is")
+	c.Assert(errOut, qt.Contains, "not overwritten")
+	now, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Assert(now, qt.DeepEquals, bad)
+}

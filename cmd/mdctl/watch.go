@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// WatchCmd is `mdctl watch`.
+type WatchCmd struct {
+	JSON   bool           `name:"json" help:"Print one JSON object per event and line (schema: go doc md.Event)."`
+	Store  string         `name:"store" placeholder:"FILE" help:"Record healthy arrays in this slot record file (SlotRecorded)."`
+	Heal   bool           `name:"heal" help:"Heal degraded arrays from the records in --store: a blank disk in a failed member's recorded port is added to its slot."`
+	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it)."`
+	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
+	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
+	RunDir string         `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files of heal live."`
+}
+
+// execTimeout bounds one run of the --exec program.
+const execTimeout = time.Minute
+
+// Run reports events until SIGINT or SIGTERM. Events go to stdout, one
+// per line; the watcher's log (decisions, errors) goes to stderr.
+func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
+	if c.Heal && c.Store == "" {
+		return &exitError{code: exitFailure, msg: "--heal needs --store"}
+	}
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	var logger *slog.Logger
+	if c.JSON {
+		logger = slog.New(slog.NewJSONHandler(k.Stderr, nil))
+	} else {
+		logger = slog.New(slog.NewTextHandler(k.Stderr, nil))
+	}
+	opts := &md.WatchOptions{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
+	if c.Store != "" {
+		opts.Store = md.NewFileStore(c.Store)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	events, err := m.Watch(ctx, opts)
+	if err != nil {
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	enc := json.NewEncoder(k.Stdout)
+	for e := range events {
+		if c.JSON {
+			if err := enc.Encode(e); err != nil {
+				return &exitError{code: exitFailure, msg: err.Error()}
+			}
+		} else {
+			fmt.Fprintf(k.Stdout, "%s %s\n", e.Time.Local().Format(time.RFC3339), e)
+		}
+		if c.Exec != "" {
+			runProgram(ctx, c.Exec, e, k.Stderr, logger)
+		}
+	}
+	return nil
+}
+
+// runProgram runs the --exec program for one event and waits for it, so
+// that programs see events in order.
+func runProgram(ctx context.Context, prog string, e md.Event, out io.Writer, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, e.Args()...)
+	cmd.Env = append(os.Environ(), e.Env()...)
+	if b, err := json.Marshal(e); err == nil {
+		cmd.Env = append(cmd.Env, "MDRAID_EVENT_JSON="+string(b))
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		log.Error("exec", "program", prog, "event", string(e.Type), "array", e.Array, "err", err)
+	}
+}
