@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 
@@ -46,15 +47,19 @@ func (c *StatusCmd) Run(k *kong.Context, g *Globals) error {
 	if c.JSON {
 		format = "json"
 	}
+	out := bufio.NewWriter(k.Stdout) // one write, not one per line
 	switch format {
 	case "json":
-		enc := json.NewEncoder(k.Stdout)
+		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
 	case "prometheus":
-		err = renderPrometheus(k.Stdout, r)
+		err = renderPrometheus(out, r)
 	default:
-		err = renderText(k.Stdout, r)
+		err = renderText(out, r)
+	}
+	if err == nil {
+		err = out.Flush()
 	}
 	if err != nil {
 		return err
