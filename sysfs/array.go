@@ -60,8 +60,6 @@ func parseAt[T any](p string, parse func(string) (T, error)) (T, error) {
 
 func parseUint(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 
-func parseInt(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
-
 func parseString(s string) (string, error) { return s, nil }
 
 // optionalUint returns a parser for a number that may read as word

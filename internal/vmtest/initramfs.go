@@ -76,18 +76,6 @@ func (a *archive) copyFile(p, src string, mode cpio.FileMode) error {
 	return a.file(p, mode, data)
 }
 
-func (a *archive) symlink(p, target string) error {
-	p = clean(p)
-	if err := a.dir(path.Dir(p)); err != nil {
-		return err
-	}
-	if err := a.w.WriteHeader(&cpio.Header{Name: p, Mode: cpio.TypeSymlink | 0o777, Size: int64(len(target))}); err != nil {
-		return err
-	}
-	_, err := a.w.Write([]byte(target))
-	return err
-}
-
 func (a *archive) close() error { return a.w.Close() }
 
 // modIndex is the parsed modules.dep of one kernel.
