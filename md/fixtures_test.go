@@ -79,29 +79,6 @@ func expectAvailability(state string) Availability {
 	return Availability(mdadmtext.Detail{Fields: map[string]string{"State": state}}.Health())
 }
 
-func findMember(a *Array, dev string) (*Member, string) {
-	name := strings.TrimPrefix(dev, "/dev/")
-	for _, s := range a.Slots {
-		if s.Member != nil && s.Member.Device == name {
-			return s.Member, "slot"
-		}
-		if s.Replacement != nil && s.Replacement.Device == name {
-			return s.Replacement, "replacement"
-		}
-	}
-	for i := range a.Spares {
-		if a.Spares[i].Device == name {
-			return &a.Spares[i], "spare"
-		}
-	}
-	for i := range a.Faulty {
-		if a.Faulty[i].Device == name {
-			return &a.Faulty[i], "faulty"
-		}
-	}
-	return nil, ""
-}
-
 // TestDiscoverMatchesMdadm checks, for every real capture, that the
 // status model agrees with what mdadm --detail printed on the same kernel:
 // state, raid devices, device counts, and each member's slot and role.
@@ -127,7 +104,7 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 				// slots; every one must be known to us.
 				for _, row := range d.rows {
 					if row.dev != "" {
-						mem, _ := findMember(a, row.dev)
+						mem, _ := a.Find(row.dev)
 						c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s", row.dev))
 					}
 				}
@@ -150,7 +127,7 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 					c.Check(a.Slots[n].State, qt.Equals, SlotMissing)
 					continue
 				}
-				mem, where := findMember(a, row.dev)
+				mem, where := a.Find(row.dev)
 				if !c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s (%s)", row.dev, row.state)) {
 					continue
 				}

@@ -1,6 +1,9 @@
 package md
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Report is the status of every array found, as [Manager.Discover]
 // returns it. Its JSON form is the schema documented in STATUS-JSON.md.
@@ -182,4 +185,31 @@ type Activity struct {
 	SpeedKiBs uint64 `json:"speed_kib_s,omitempty"`
 	// ETASeconds is the remaining work at the current speed.
 	ETASeconds uint64 `json:"eta_seconds,omitempty"`
+}
+
+// Find returns the member whose kernel name is device ("vdb"; a leading
+// "/dev/" is ignored) and where the report lists it: "slot",
+// "replacement", "spare" or "faulty". It returns nil and "" when the array
+// has no such member.
+func (a *Array) Find(device string) (*Member, string) {
+	name := strings.TrimPrefix(device, "/dev/")
+	for _, s := range a.Slots {
+		if s.Member != nil && s.Member.Device == name {
+			return s.Member, "slot"
+		}
+		if s.Replacement != nil && s.Replacement.Device == name {
+			return s.Replacement, "replacement"
+		}
+	}
+	for i := range a.Spares {
+		if a.Spares[i].Device == name {
+			return &a.Spares[i], "spare"
+		}
+	}
+	for i := range a.Faulty {
+		if a.Faulty[i].Device == name {
+			return &a.Faulty[i], "faulty"
+		}
+	}
+	return nil, ""
 }

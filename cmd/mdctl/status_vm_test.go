@@ -93,7 +93,7 @@ func TestVMStatusAgreesWithMdadm(t *testing.T) {
 					c.Check(a.Slots[n].State, qt.Equals, md.SlotMissing, qt.Commentf("slot %d", n))
 					continue
 				}
-				m, where := findMember(&a, row.Dev)
+				m, where := a.Find(row.Dev)
 				if !c.Check(m, qt.Not(qt.IsNil), qt.Commentf("member %s (%s)", row.Dev, row.State)) {
 					continue
 				}
@@ -112,29 +112,4 @@ func TestVMStatusAgreesWithMdadm(t *testing.T) {
 			guest.Mdadm(c, "--stop", dev)
 		})
 	}
-}
-
-// findMember finds the member with device path dev in a status, and says
-// where it was listed: "slot", "replacement", "spare" or "faulty".
-func findMember(a *md.Array, dev string) (*md.Member, string) {
-	name := strings.TrimPrefix(dev, "/dev/")
-	for _, s := range a.Slots {
-		if s.Member != nil && s.Member.Device == name {
-			return s.Member, "slot"
-		}
-		if s.Replacement != nil && s.Replacement.Device == name {
-			return s.Replacement, "replacement"
-		}
-	}
-	for i := range a.Spares {
-		if a.Spares[i].Device == name {
-			return &a.Spares[i], "spare"
-		}
-	}
-	for i := range a.Faulty {
-		if a.Faulty[i].Device == name {
-			return &a.Faulty[i], "faulty"
-		}
-	}
-	return nil, ""
 }
