@@ -235,14 +235,35 @@ func faulty(m *Member) bool { return slices.Contains(m.Flags, "faulty") }
 // sync_action reads "recover" while the kernel looks for a spare
 // (MD_RECOVERY_NEEDED) even when there is none, and sync_completed stays
 // "none".
+//
+// A recovery also needs a member to rebuild: on a real kernel (6.1), a
+// member failing in a raid1 without spares makes the sync thread run a
+// "recover" pass that reports progress over nothing. mdadm, reading
+// /proc/mdstat, does not see it either.
 func syncing(a *Array) (bool, int) {
 	switch a.Activity.Kind {
-	case Resync, Recover, Check, Repair, Reshape:
+	case Recover:
+		if !rebuilding(a) {
+			return false, 0
+		}
+		fallthrough
+	case Resync, Check, Repair, Reshape:
 		if a.Activity.TotalSectors > 0 {
 			return true, int(a.Activity.Percent)
 		}
 	}
 	return false, 0
+}
+
+// rebuilding reports whether a member is being rebuilt into a slot: a
+// slot being recovered, or a replacement.
+func rebuilding(a *Array) bool {
+	for _, s := range a.Slots {
+		if s.State == SlotRebuilding || s.Replacement != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // idleSpares counts spares that wait for a slot.

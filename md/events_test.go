@@ -137,6 +137,8 @@ func TestDiff(t *testing.T) {
 			a.Activity.Kind = Recover
 			return a
 		}()), nil, []string{}},
+		{"recover with progress but nothing to rebuild (seen on 6.1): no rebuild", report(mirrorFailed()),
+			report(withActivity(mirrorUnslotted(), Recover, 30)), nil, []string{}},
 		{"spare fails", report(withSpare(mirrorHealthy(), "spare")), report(withSpare(mirrorHealthy(), "faulty")), nil,
 			[]string{"FailSpare md127 vdd"}},
 		{"rebuilding member fails", report(mirrorRecovering(30)), report(failRebuilding(mirrorRecovering(30))), nil,

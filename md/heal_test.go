@@ -88,10 +88,10 @@ func TestDecideHeal(t *testing.T) {
 		{"two devices claim the port", report(mirrorMissing()), mirror,
 			map[string][]string{byPathOf(1): {"vdd", "vdc"}},
 			[]string{"md127 1 refused"}, ErrPortAmbiguous},
-		{"no port recorded", report(mirrorMissing()), func() *Records {
-			a := mirrorHealthy()
-			a.Slots[1].Member.ByPath = ""
-			return recordsOf(t, a)
+		{"no port recorded (a record no store would load)", report(mirrorMissing()), func() *Records {
+			rs := recordsOf(t, mirrorHealthy())
+			rs.Arrays[0].Slots[1].ByPath = ""
+			return rs
 		}(), port1, []string{"md127 1 refused"}, ErrNoRecordedPort},
 		{"grown since the record: never", report(func() Array {
 			a := healthyArray(3)

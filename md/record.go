@@ -47,9 +47,8 @@ type SlotRecord struct {
 	Slot int `json:"slot"`
 	// ByPath is the by-path identity of the port the member sat in
 	// (blockdev.PathID, as Member.ByPath): heal looks for a blank disk
-	// there. Empty when the member had none (a virtual device); such a
-	// slot is never healed.
-	ByPath string `json:"by_path,omitempty"`
+	// there. NewRecord refuses arrays with a member that has none.
+	ByPath string `json:"by_path"`
 	// Device is the member's kernel name when recorded ("vdb");
 	// informational, kernel names are not stable.
 	Device string `json:"device,omitempty"`
@@ -90,8 +89,8 @@ var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
 // NewRecord makes the record of a fully healthy array, stamping every slot
 // as healthy at now. It is the one place that decides what may be
 // recorded: a running array of a level with redundancy and native
-// metadata, not reshaping, with every slot held by an in-sync member and
-// nothing missing. Otherwise it returns a *NotRecordableError (matching
+// metadata, not reshaping, with every slot held by an in-sync member that
+// has a by-path identity, and nothing missing. Otherwise it returns a *NotRecordableError (matching
 // ErrNotRecordable) with the reason.
 func NewRecord(a Array, now time.Time) (Record, error) {
 	refuse := func(format string, args ...any) (Record, error) {
@@ -130,8 +129,15 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 			return refuse("slot %d is %s", i, s.State)
 		}
 		m := s.Member
-		if m.Error != "" {
+		switch {
+		case m.Error != "":
 			return refuse("member %s of slot %d: %s", m.Device, i, m.Error)
+		case m.ByPath == "":
+			// A pulled disk loses its sysfs device (and so its port)
+			// before md notices; recording then would erase the port
+			// heal needs. A disk on a bus without by-path names (loop,
+			// other virtual devices) cannot be healed anyway.
+			return refuse("member %s of slot %d has no by-path identity (gone, or on a bus without one)", m.Device, i)
 		}
 		r.Slots = append(r.Slots, SlotRecord{
 			Slot:        i,
@@ -188,7 +194,7 @@ func (r Record) validate() error {
 			return fmt.Errorf("array %s: slot record %d says slot %d", r.UUID, i, s.Slot)
 		case s.LastHealthy.IsZero():
 			return fmt.Errorf("array %s: slot %d has no last_healthy time", r.UUID, i)
-		case strings.ContainsAny(s.ByPath, "/\x00 \n"):
+		case s.ByPath == "" || strings.ContainsAny(s.ByPath, "/\x00 \n"):
 			return fmt.Errorf("array %s: slot %d: invalid by_path %q", r.UUID, i, s.ByPath)
 		}
 		if s.DeviceUUID != "" {

@@ -120,6 +120,8 @@ func TestNewRecordRefusals(t *testing.T) {
 		{"errors", func(a *Array) { a.Errors = []string{"degraded: EIO"} }, "its status is incomplete: degraded: EIO"},
 		{"rebuilding slot", func(a *Array) { a.Slots[1].State = SlotRebuilding }, "slot 1 is rebuilding"},
 		{"member error", func(a *Array) { a.Slots[0].Member.Error = "superblock: EIO" }, "member vda of slot 0: superblock: EIO"},
+		{"member without port (pulled, md has not noticed yet)", func(a *Array) { a.Slots[1].Member.ByPath = "" },
+			"member vdb of slot 1 has no by-path identity (gone, or on a bus without one)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -169,6 +169,7 @@ func TestDecodeRecordsRefusesCorruption(t *testing.T) {
 		{"raid_disks zero", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = 0 }), ErrStoreCorrupt, `.*raid_disks 0 out of range`},
 		{"slot out of order", edit(t, good, true, func(m map[string]any) { slot(m, 1, 1)["slot"] = 0 }), ErrStoreCorrupt, `.*slot record 1 says slot 0`},
 		{"no time", edit(t, good, true, func(m map[string]any) { delete(slot(m, 1, 0), "last_healthy") }), ErrStoreCorrupt, `.*slot 0 has no last_healthy time`},
+		{"no path", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "" }), ErrStoreCorrupt, `.*invalid by_path ""`},
 		{"path with slash", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "../../sda" }), ErrStoreCorrupt, `.*invalid by_path.*`},
 		{"bad device uuid", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["device_uuid"] = "x" }), ErrStoreCorrupt, `.*device_uuid "x".*`},
 		{"wrong type", edit(t, good, false, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = "4" }), ErrStoreCorrupt, `.*cannot unmarshal.*`},
