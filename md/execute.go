@@ -57,6 +57,14 @@ type ReplaceResult struct {
 	// Duration is the time from the start of ExecuteReplace to its
 	// return: the replace itself, not the rebuild.
 	Duration time.Duration `json:"duration_ns"`
+	// Steps are the executed steps with their durations.
+	Steps []StepTiming `json:"steps"`
+}
+
+// StepTiming is how long one executed step took.
+type StepTiming struct {
+	Kind     StepKind      `json:"kind"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // ExecuteReplace carries out a plan from PlanReplace:
@@ -121,8 +129,12 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 	}
 
 	x := &execution{m: m, p: q}
+	var timings []StepTiming
 	for _, st := range q.Steps {
-		if err := x.step(st.Kind); err != nil {
+		t0 := time.Now()
+		err := x.step(st.Kind)
+		timings = append(timings, StepTiming{Kind: st.Kind, Duration: time.Since(t0)})
+		if err != nil {
 			return nil, x.failed(st.Kind, err)
 		}
 		x.done = append(x.done, st.Kind)
@@ -134,7 +146,7 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 	}
 	return &ReplaceResult{
 		Plan: q, Member: q.Candidate.Device, Slot: q.Slot,
-		SyncAction: string(x.action), Duration: time.Since(start),
+		SyncAction: string(x.action), Duration: time.Since(start), Steps: timings,
 	}, nil
 }
 

@@ -1,0 +1,630 @@
+//go:build vmtest
+
+package md
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+const dataBytes = 16 << 20
+
+// vmManager is a Manager on the running system with its own lock dir.
+func vmManager(t testing.TB) *Manager {
+	t.Helper()
+	m, err := Open(&Config{RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// writeData writes dataBytes of random data at the start of the array and
+// returns its sha256.
+func writeData(c *qt.C, dev string) [32]byte {
+	buf := make([]byte, dataBytes)
+	_, err := rand.Read(buf)
+	c.Assert(err, qt.IsNil)
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	c.Assert(err, qt.IsNil)
+	_, err = f.WriteAt(buf, 0)
+	c.Assert(err, qt.IsNil)
+	c.Assert(f.Sync(), qt.IsNil)
+	c.Assert(f.Close(), qt.IsNil)
+	return sha256.Sum256(buf)
+}
+
+// readData reads the data back from the array with O_DIRECT, so the
+// page cache cannot answer, and returns its sha256.
+func readData(c *qt.C, dev string) [32]byte {
+	f, err := os.OpenFile(dev, os.O_RDONLY|unix.O_DIRECT, 0)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	buf := alignedBuf(dataBytes, 4096)
+	c.Assert(readFull(f, buf, 0), qt.IsNil)
+	return sha256.Sum256(buf)
+}
+
+// hashDisk hashes a whole device (xxhash: sha256 is slow under TCG, and
+// this detects any change as well). The page cache is dropped first.
+func hashDisk(c *qt.C, path string) uint64 {
+	f, err := os.Open(path)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0)
+	h := xxhash.New()
+	_, err = io.Copy(h, f)
+	c.Assert(err, qt.IsNil)
+	return h.Sum64()
+}
+
+// detailRowOf returns mdadm --detail's row for dev.
+func detailRowOf(d detail, dev string) (detailRow, bool) {
+	for _, r := range d.rows {
+		if r.dev == dev {
+			return r, true
+		}
+	}
+	return detailRow{}, false
+}
+
+func createArray(c *qt.C, dev string, args []string, disks []guest.Disk) string {
+	a := append([]string{"--create", dev, "--run", "--assume-clean"}, args...)
+	for _, d := range disks {
+		a = append(a, d.Path)
+	}
+	guest.Mdadm(c, a...)
+	return guest.ArrayName(c, dev)
+}
+
+// TestVMReplaceProofs is the proof on the real kernel: for each kind of
+// array, fail and remove member 1, replace it with a blank disk through
+// the library, wait for the rebuild, check with mdadm, then fail an
+// original member and read the data back through the new disk.
+func TestVMReplaceProofs(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		disks int
+		other int // the original member failed at the end, so that the new disk must serve
+	}{
+		{name: "boot", disks: 2, args: []string{"--level=1", "--metadata=1.0", "--name=boot", "--homehost=talos", "--raid-devices=2"}},
+		{name: "bitmap12", disks: 2, args: []string{"--level=1", "--metadata=1.2", "--bitmap=internal", "--raid-devices=2"}},
+		{name: "v090", disks: 2, args: []string{"--level=1", "--metadata=0.90", "--raid-devices=2"}},
+		{name: "raid5", disks: 4, args: []string{"--level=5", "--raid-devices=4"}},
+		{name: "raid10", disks: 4, args: []string{"--level=10", "--raid-devices=4"}},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			disks := guest.ScratchDisks(t, tt.disks+1)
+			dev := "/dev/md/" + tt.name
+			md := createArray(c, dev, tt.args, disks[:tt.disks])
+			mdDev := "/dev/" + md
+			sum := writeData(c, mdDev)
+			m := vmManager(t)
+			ctx := context.Background()
+
+			old, blank := disks[1], disks[tt.disks]
+			c.Assert(m.Fail(ctx, md, old.Path), qt.IsNil)
+			c.Assert(m.Remove(ctx, md, old.Name), qt.IsNil)
+
+			res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: blank.Path})
+			c.Assert(err, qt.IsNil)
+			c.Check(res.Slot, qt.Equals, 1)
+			c.Check(res.Member, qt.Equals, blank.Name)
+			t.Logf("PERF replace %s (metadata %s): executor %v, steps %v", tt.name, res.Plan.Metadata, res.Duration, res.Steps)
+
+			a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: blank.Name, Interval: 200 * time.Millisecond})
+			c.Assert(err, qt.IsNil)
+			c.Check(a.Availability, qt.Equals, Online)
+			d := parseDetail(guest.Mdadm(c, "--detail", mdDev))
+			c.Check(d.fields["State"], qt.Equals, "clean")
+			c.Check(atoiField(c, d, "Raid Devices"), qt.Equals, tt.disks)
+			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, fmt.Sprint(tt.disks))
+			row, ok := detailRowOf(d, blank.Path)
+			c.Assert(ok, qt.IsTrue, qt.Commentf("%s not in mdadm --detail", blank.Path))
+			c.Check(row.slot, qt.Equals, "1")
+			c.Check(row.state, qt.Matches, "active sync.*")
+			c.Check(guest.ReadAttr(c, md, "dev-"+blank.Name+"/slot"), qt.Equals, "1")
+			if tt.name == "v090" {
+				t.Logf("mdadm --examine %s:\n%s", blank.Path, guest.Mdadm(c, "--examine", blank.Path))
+			}
+
+			// The new disk alone must serve its copy.
+			c.Assert(m.Fail(ctx, md, disks[tt.other].Name), qt.IsNil)
+			c.Check(readData(c, mdDev), qt.Equals, sum)
+			guest.Mdadm(c, "--stop", mdDev)
+		})
+	}
+}
+
+// TestVMHotReplace replaces a live member: the old one ends up faulty and
+// removed, the new one holds its slot, and the data holds.
+func TestVMHotReplace(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 3)
+	md := createArray(c, "/dev/md/hot", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	mdDev := "/dev/" + md
+	sum := writeData(c, mdDev)
+	m := vmManager(t)
+	ctx := context.Background()
+	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[2].Path, Member: disks[1].Path, Hot: true})
+	c.Assert(err, qt.IsNil)
+	t.Logf("PERF hot replace: executor %v", res.Duration)
+	c.Check(guest.ReadAttr(c, md, "dev-"+disks[2].Name+"/slot"), qt.Equals, "1")
+	a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[2].Name, Replaced: disks[1].Name, Interval: 200 * time.Millisecond})
+	c.Assert(err, qt.IsNil)
+	c.Check(a.Availability, qt.Equals, Online)
+	mem, _ := findIn(a, disks[1].Name)
+	c.Check(mem, qt.IsNil, qt.Commentf("the replaced member is still bound"))
+	d := parseDetail(guest.Mdadm(c, "--detail", mdDev))
+	c.Check(d.fields["State"], qt.Equals, "clean")
+	row, ok := detailRowOf(d, disks[2].Path)
+	c.Assert(ok, qt.IsTrue)
+	c.Check(row.slot, qt.Equals, "1")
+	c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
+	c.Check(readData(c, mdDev), qt.Equals, sum)
+	guest.Mdadm(c, "--stop", mdDev)
+}
+
+// arrayShape is what must not change when a replace is refused.
+func arrayShape(c *qt.C, m *Manager, md string) string {
+	a, err := m.Status(context.Background(), md)
+	c.Assert(err, qt.IsNil)
+	s := fmt.Sprintf("%s rd=%d avail=%s act=%s", a.State, a.RaidDisks, a.Availability, a.Activity.Kind)
+	for _, sl := range a.Slots {
+		s += fmt.Sprintf(" [%d %s", sl.Slot, sl.State)
+		if sl.Member != nil {
+			s += " " + sl.Member.Device + " " + strings.Join(sl.Member.Flags, ",")
+		}
+		s += "]"
+	}
+	for _, sp := range a.Spares {
+		s += " spare:" + sp.Device
+	}
+	for _, f := range a.Faulty {
+		s += " faulty:" + f.Device
+	}
+	return s
+}
+
+// TestVMReplaceRefusals: every refusal on a real disk leaves the whole
+// candidate byte-identical and the array unchanged.
+func TestVMReplaceRefusals(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 8)
+	ctx := context.Background()
+	m := vmManager(t)
+	md := createArray(c, "/dev/md/ref", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	other := createArray(c, "/dev/md/other", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[6:8])
+	cand := disks[2]
+
+	type refusal struct {
+		name    string
+		with    string
+		req     func(*ReplaceRequest)
+		prepare func(c *qt.C) func() // returns an undo, may be nil
+		want    error
+	}
+	run := func(c *qt.C, md string, tests []refusal) {
+		for _, tt := range tests {
+			c.Run(tt.name, func(c *qt.C) {
+				var undo func()
+				if tt.prepare != nil {
+					undo = tt.prepare(c)
+				}
+				with := tt.with
+				if with == "" {
+					with = cand.Path
+				}
+				var before uint64
+				fi, statErr := os.Stat(with)
+				isBlock := statErr == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0 && !strings.HasPrefix(with, "/dev/md")
+				if isBlock {
+					before = hashDisk(c, with)
+				}
+				shape := arrayShape(c, m, md)
+				req := ReplaceRequest{Array: md, With: with}
+				if tt.req != nil {
+					tt.req(&req)
+				}
+				_, err := m.Replace(ctx, req)
+				c.Check(err, qt.ErrorIs, tt.want)
+				c.Check(err, qt.ErrorIs, ErrRefused)
+				c.Logf("%s: %v", tt.name, err)
+				c.Check(arrayShape(c, m, md), qt.Equals, shape)
+				if isBlock {
+					c.Check(hashDisk(c, with), qt.Equals, before, qt.Commentf("%s changed", with))
+				}
+				if undo != nil {
+					undo()
+				}
+			})
+		}
+	}
+
+	// A healthy array: nowhere to put the disk, and busy while checking.
+	run(c, md, []refusal{
+		{name: "healthy", want: ErrNoEmptySlot},
+		{name: "check running", want: ErrArrayBusy, prepare: func(c *qt.C) func() {
+			guest.WriteAttr(c, md, "sync_max", "1024")
+			guest.WriteAttr(c, md, "sync_action", "check")
+			return func() {
+				guest.WriteAttr(c, md, "sync_action", "idle")
+				guest.WriteAttr(c, md, "sync_max", "max")
+			}
+		}},
+	})
+
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+	c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
+	mkfs := func(cmd ...string) func(c *qt.C) func() {
+		return func(c *qt.C) func() {
+			guest.Run(c, cmd[0], append(cmd[1:], cand.Path)...)
+			return func() { zeroEnds(c, cand) }
+		}
+	}
+	writeAt := func(off int64, b []byte) func(c *qt.C) func() {
+		return func(c *qt.C) func() {
+			f, err := os.OpenFile(cand.Path, os.O_WRONLY, 0)
+			c.Assert(err, qt.IsNil)
+			if off < 0 {
+				off += cand.Size
+			}
+			_, err = f.WriteAt(b, off)
+			c.Assert(err, qt.IsNil)
+			c.Assert(f.Close(), qt.IsNil)
+			return func() { zero(c, cand.Path, off, len(b)) }
+		}
+	}
+	img := filepath.Join(c.TempDir(), "img")
+	c.Assert(os.WriteFile(img, make([]byte, 1<<20), 0o644), qt.IsNil)
+	run(c, md, []refusal{
+		{name: "ext2", prepare: mkfs("mke2fs", "-q"), want: ErrHasSignature},
+		{name: "vfat", prepare: mkfs("mkdosfs"), want: ErrHasPartitionTable}, // boot sector 0x55aa comes first
+		{name: "swap", prepare: mkfs("mkswap"), want: ErrHasSignature},
+		{name: "stale md superblock", want: ErrHasMDSuperblock, prepare: func(c *qt.C) func() {
+			guest.Mdadm(c, "--create", "/dev/md/stale", "--run", "--assume-clean", "--level=1", "--metadata=1.0", "--raid-devices=2", cand.Path, "missing")
+			guest.Mdadm(c, "--stop", "/dev/md/stale")
+			return func() { zero(c, cand.Path, cand.Size-(1<<20), 1<<20) }
+		}},
+		{name: "backup GPT header only", prepare: writeAt(-512, []byte("EFI PART")), want: ErrHasPartitionTable},
+		{name: "LVM label", prepare: writeAt(512, []byte("LABELONE")), want: ErrHasSignature},
+		{name: "LUKS2 secondary header", prepare: writeAt(0x4000, []byte("SKUL\xba\xbe\x00\x02")), want: ErrHasSignature},
+		{name: "the array itself", with: "/dev/" + md, want: ErrCandidateMember},
+		{name: "a member", with: disks[0].Path, want: ErrCandidateMember},
+		{name: "a member of another array", with: disks[6].Path, want: ErrCandidateMember},
+		{name: "another array", with: "/dev/" + other, want: ErrCandidateMember},
+		{name: "mounted (mount table)", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+			// The guest kernel has no disk file system module, so the
+			// mount table is injected: the real parser reads a line
+			// naming the candidate's device number.
+			mi := filepath.Join(c.TempDir(), "mountinfo")
+			dev := guest.Run(c, "cat", "/sys/block/"+cand.Name+"/dev")
+			line := fmt.Sprintf("36 25 %s / /mnt/data rw,relatime shared:1 - ext4 %s rw\n", strings.TrimSpace(dev), cand.Path)
+			c.Assert(os.WriteFile(mi, []byte(line), 0o644), qt.IsNil)
+			saved := m.ops.mountInfo
+			m.ops.mountInfo = mi
+			return func() { m.ops.mountInfo = saved }
+		}},
+		{name: "active swap", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+			guest.Run(c, "mkswap", cand.Path)
+			guest.Run(c, "swapon", cand.Path)
+			return func() { guest.Run(c, "swapoff", cand.Path); zeroEnds(c, cand) }
+		}},
+		{name: "opened exclusively", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+			f, err := os.OpenFile(cand.Path, os.O_RDONLY|unix.O_EXCL, 0)
+			c.Assert(err, qt.IsNil)
+			return func() { f.Close() }
+		}},
+		{name: "character device", with: "/dev/null", want: ErrNotBlockDevice},
+		{name: "image file", with: img, want: ErrNotBlockDevice},
+		{name: "slot out of range", req: func(r *ReplaceRequest) { r.Slot = slotp(2) }, want: ErrSlotInvalid},
+		{name: "slot of a healthy member", req: func(r *ReplaceRequest) { r.Slot = slotp(0) }, want: ErrSlotInvalid},
+		{name: "hot replace of a removed member", req: func(r *ReplaceRequest) { r.Hot, r.Member = true, disks[1].Path }, want: ErrMemberInvalid},
+	})
+
+	// Partitions: the disk is refused, and a partition too small for the
+	// array too.
+	part := disks[3]
+	mbr := make([]byte, 512)
+	copy(mbr[446:], []byte{0, 0, 0, 0, 0x83, 0, 0, 0, 0x00, 0x08, 0, 0, 0x00, 0x80, 0, 0}) // LBA 2048, 32768 sectors
+	mbr[510], mbr[511] = 0x55, 0xaa
+	f, err := os.OpenFile(part.Path, os.O_RDWR, 0)
+	c.Assert(err, qt.IsNil)
+	_, err = f.WriteAt(mbr, 0)
+	c.Assert(err, qt.IsNil)
+	c.Assert(unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0), qt.IsNil)
+	f.Close()
+	time.Sleep(200 * time.Millisecond)
+	run(c, md, []refusal{
+		{name: "disk with partitions", with: part.Path, want: ErrHasPartitionTable},
+		{name: "partition too small", with: part.Path + "1", want: ErrCandidateTooSmall},
+	})
+	f, err = os.OpenFile(part.Path, os.O_RDWR, 0)
+	c.Assert(err, qt.IsNil)
+	_, err = f.WriteAt(make([]byte, 512), 0)
+	c.Assert(err, qt.IsNil)
+	c.Assert(unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0), qt.IsNil)
+	f.Close()
+
+	// Several empty slots.
+	guest.Mdadm(c, "--stop", "/dev/"+other)
+	r10 := createArray(c, "/dev/md/r10", []string{"--level=10", "--raid-devices=4"}, []guest.Disk{disks[4], disks[5], disks[6], disks[7]})
+	c.Assert(m.Fail(ctx, r10, disks[5].Name), qt.IsNil)
+	c.Assert(m.Fail(ctx, r10, disks[7].Name), qt.IsNil)
+	c.Assert(m.Remove(ctx, r10, disks[5].Name), qt.IsNil)
+	c.Assert(m.Remove(ctx, r10, disks[7].Name), qt.IsNil)
+	run(c, r10, []refusal{
+		{name: "two empty slots", want: ErrSlotAmbiguous},
+	})
+	// The library refuses to fail the last copy of a raid10 half.
+	c.Check(m.Fail(ctx, r10, disks[4].Name), qt.ErrorIs, ErrWouldFail)
+}
+
+// zeroEnds zeroes the first and last MiB of a disk.
+func zeroEnds(c *qt.C, d guest.Disk) {
+	zero(c, d.Path, 0, 1<<20)
+	zero(c, d.Path, d.Size-(1<<20), 1<<20)
+}
+
+// zero writes n zero bytes at off.
+func zero(c *qt.C, path string, off int64, n int) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	_, err = f.WriteAt(make([]byte, n), off)
+	c.Assert(err, qt.IsNil)
+	c.Assert(f.Sync(), qt.IsNil)
+}
+
+// Environment of the helper process TestVMReplaceKilled starts; read only
+// by this test file.
+const (
+	helperEnv      = "MDRAID_TEST_REPLACE_HELPER"
+	helperArrayEnv = "MDRAID_TEST_REPLACE_ARRAY"
+	helperWithEnv  = "MDRAID_TEST_REPLACE_WITH"
+	helperRunEnv   = "MDRAID_TEST_REPLACE_RUNDIR"
+)
+
+// TestVMReplaceHelper is not a test: TestVMReplaceKilled runs the test
+// binary again with this test selected, and it replaces with a hook that
+// kills the process (SIGKILL: no deferred cleanup) right after the
+// superblock write.
+func TestVMReplaceHelper(t *testing.T) {
+	if os.Getenv(helperEnv) != "kill-after-write" {
+		t.Skip("helper process only")
+	}
+	m, err := Open(&Config{RunDir: os.Getenv(helperRunEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ops.afterStep = func(k StepKind) error {
+		if k == StepWriteSuperblock {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	}
+	_, err = m.Replace(context.Background(), ReplaceRequest{Array: os.Getenv(helperArrayEnv), With: os.Getenv(helperWithEnv)})
+	t.Fatalf("the hook did not kill the process: %v", err)
+}
+
+// TestVMReplaceKilled: a replace killed after the superblock write is
+// completed by a rerun; an ADD_NEW_DISK failure is reported clearly and
+// a rerun completes too.
+func TestVMReplaceKilled(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 4)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/kill", []string{"--level=1", "--metadata=1.2", "--bitmap=internal", "--raid-devices=2"}, disks[:2])
+	mdDev := "/dev/" + md
+	sum := writeData(c, mdDev)
+	m := vmManager(t)
+	runDir := m.ops.runDir
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVMReplaceHelper$")
+	cmd.Env = append(os.Environ(), helperEnv+"=kill-after-write", helperArrayEnv+"="+md,
+		helperWithEnv+"="+disks[2].Path, helperRunEnv+"="+runDir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	c.Assert(errors.As(err, &ee), qt.IsTrue, qt.Commentf("helper: %v\n%s", err, out))
+	c.Assert(ee.Sys().(syscall.WaitStatus).Signal(), qt.Equals, syscall.SIGKILL, qt.Commentf("%s", out))
+	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
+	f := disks[2].Open(t)
+	sb, err := superblock.Read(f, disks[2].Size, superblock.Version12)
+	c.Assert(err, qt.IsNil)
+	c.Check(sb.Role(), qt.Equals, superblock.RoleSpare)
+	_, err = os.Stat(guest.SysPath(md, "dev-"+disks[2].Name))
+	c.Check(err, qt.ErrorIs, os.ErrNotExist)
+
+	// A different disk is still refused while our half-done work sits
+	// on the other one: the array is frozen "by someone else".
+	_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	c.Check(err, qt.ErrorIs, ErrArrayBusy)
+
+	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[2].Path, Member: disks[1].Name})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
+	c.Check(res.Plan.DeviceUUID, qt.Equals, sb.DeviceUUID.String())
+	_, err = m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[2].Name, Interval: 200 * time.Millisecond})
+	c.Assert(err, qt.IsNil)
+
+	// ADD_NEW_DISK fails: someone holds the disk exclusively once the
+	// superblock is written.
+	c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
+	c.Check(readData(c, mdDev), qt.Equals, sum)
+	c.Assert(m.Remove(ctx, md, disks[0].Name), qt.IsNil)
+	var holder *os.File
+	m.ops.afterStep = func(k StepKind) error {
+		if k == StepWriteSuperblock {
+			var err error
+			holder, err = os.OpenFile(disks[3].Path, os.O_RDONLY|unix.O_EXCL, 0)
+			return err
+		}
+		return nil
+	}
+	_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	m.ops.afterStep = nil
+	c.Assert(err, qt.ErrorIs, unix.EBUSY)
+	var xe *ExecError
+	c.Assert(errors.As(err, &xe), qt.IsTrue)
+	c.Check(xe.Step, qt.Equals, StepAdd)
+	t.Logf("ADD_NEW_DISK failure: %v", err)
+	holder.Close()
+	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
+	res, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
+	c.Check(res.Slot, qt.Equals, 0)
+	a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[3].Name, Interval: 200 * time.Millisecond})
+	c.Assert(err, qt.IsNil)
+	c.Check(a.Availability, qt.Equals, Online)
+	c.Assert(m.Fail(ctx, md, disks[2].Name), qt.IsNil)
+	c.Check(readData(c, mdDev), qt.Equals, sum)
+	guest.Mdadm(c, "--stop", mdDev)
+}
+
+// TestVMReplaceConcurrent: two replaces on one array at once: exactly one
+// succeeds, and the array ends up with its two slots, nothing more.
+func TestVMReplaceConcurrent(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 4)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/conc", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	m := vmManager(t)
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+	c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, d := range disks[2:4] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m2 := vmManager(t) // separate Managers share only the lock directory
+			m2.ops.runDir = m.ops.runDir
+			_, errs[i] = m2.Replace(ctx, ReplaceRequest{Array: md, With: d.Path})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+			continue
+		}
+		t.Logf("the other replace: %v", err)
+		c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue)
+	}
+	c.Check(ok, qt.Equals, 1)
+	c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+	guest.WaitSync(c, md)
+	guest.Mdadm(c, "--stop", "/dev/"+md)
+}
+
+// TestVMRun starts a raid5 assembled one member short; a replace is
+// refused while it is inactive.
+func TestVMRun(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 4)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/run5", []string{"--level=5", "--raid-devices=3"}, disks[:3])
+	guest.Mdadm(c, "--stop", "/dev/"+md)
+	for i := 0; i < 100; i++ { // the old node must be gone before reassembly
+		if _, err := os.Stat("/sys/block/" + md); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	os.Remove("/dev/md/run5")
+	out, _ := guest.RunMdadm("--assemble", "/dev/md/run5", disks[0].Path, disks[1].Path)
+	t.Logf("mdadm --assemble without --run: %s\n%s", out, guest.MDStat(c))
+	md = arrayHolding(disks[0].Name)
+	if md == "" {
+		// This mdadm stopped the array again; incremental assembly (as
+		// udev does) leaves it assembled and inactive.
+		guest.Mdadm(c, "--incremental", disks[0].Path)
+		guest.Mdadm(c, "--incremental", disks[1].Path)
+		t.Logf("after mdadm --incremental:\n%s", guest.MDStat(c))
+		md = arrayHolding(disks[0].Name)
+	}
+	c.Assert(md, qt.Not(qt.Equals), "")
+	c.Assert(guest.ReadAttr(c, md, "array_state"), qt.Equals, "inactive")
+	m := vmManager(t)
+	_, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	c.Check(err, qt.ErrorIs, ErrArrayInactive)
+	c.Assert(m.Run(ctx, md), qt.IsNil)
+	c.Check(guest.ReadAttr(c, md, "array_state"), qt.Not(qt.Equals), "inactive")
+	d := parseDetail(guest.Mdadm(c, "--detail", "/dev/"+md))
+	c.Check(d.fields["State"], qt.Contains, "degraded")
+	c.Check(m.Run(ctx, md), qt.ErrorIs, ErrArrayRunning)
+	guest.Mdadm(c, "--stop", "/dev/"+md)
+}
+
+// arrayHolding returns the array that has disk as a member, or "".
+func arrayHolding(disk string) string {
+	names, _ := guest.Arrays()
+	for _, n := range names {
+		if _, err := os.Stat(guest.SysPath(n, "dev-"+disk)); err == nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// TestVMReplacePerformance times the replace itself against mdadm --add
+// of the same case (a degraded raid1 1.2 with a blank disk).
+func TestVMReplacePerformance(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 4)
+	ctx := context.Background()
+	m := vmManager(t)
+	var ours, theirs []time.Duration
+	for i := 0; i < 1; i++ {
+		md := createArray(c, "/dev/md/perf", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+		guest.WriteAttr(c, md, "sync_speed_max", "1000")
+		c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+		c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
+		res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[2].Path})
+		c.Assert(err, qt.IsNil)
+		ours = append(ours, res.Duration)
+		t.Logf("PERF steps: %v", res.Steps)
+		guest.WriteAttr(c, md, "sync_action", "idle")
+		guest.Mdadm(c, "--stop", "/dev/"+md)
+		guest.Reset(c)
+
+		md = createArray(c, "/dev/md/perf", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+		guest.WriteAttr(c, md, "sync_speed_max", "1000")
+		guest.Mdadm(c, "/dev/"+md, "--fail", disks[1].Path)
+		guest.Mdadm(c, "/dev/"+md, "--remove", disks[1].Path)
+		start := time.Now()
+		guest.Mdadm(c, "/dev/"+md, "--add", disks[3].Path)
+		theirs = append(theirs, time.Since(start))
+		guest.Mdadm(c, "--stop", "/dev/"+md)
+		guest.Reset(c)
+	}
+	t.Logf("PERF replace executor (start of ExecuteReplace to return): %v", ours)
+	t.Logf("PERF mdadm --add (process start to exit): %v", theirs)
+}
