@@ -51,6 +51,7 @@ type NotBlankError struct {
 	Offset int64
 }
 
+// Error says what was found and at which byte.
 func (e *NotBlankError) Error() string {
 	return fmt.Sprintf("md: disk is not blank: %s at byte %d", e.What, e.Offset)
 }

@@ -38,6 +38,7 @@ type ExecError struct {
 	Err   error
 }
 
+// Error names the failed step, its cause and the state left behind.
 func (e *ExecError) Error() string {
 	return fmt.Sprintf("md: replace in %s failed at step %s: %v; %s", e.Array, e.Step, e.Err, e.State)
 }

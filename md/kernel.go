@@ -65,24 +65,29 @@ func (k sysKernel) withDevice(array string, f func(d *ioctl.Device) error) error
 
 func mkdev(d sysfs.DevNum) uint64 { return unix.Mkdev(d.Major, d.Minor) }
 
+// SetFaulty issues SET_DISK_FAULTY.
 func (k sysKernel) SetFaulty(array string, dev sysfs.DevNum) error {
 	return k.withDevice(array, func(d *ioctl.Device) error { return d.SetDiskFaulty(mkdev(dev)) })
 }
 
+// HotRemove issues HOT_REMOVE_DISK.
 func (k sysKernel) HotRemove(array string, dev sysfs.DevNum) error {
 	return k.withDevice(array, func(d *ioctl.Device) error { return d.HotRemoveDisk(mkdev(dev)) })
 }
 
+// AddNewDisk issues ADD_NEW_DISK with state 0.
 func (k sysKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
 	return k.withDevice(array, func(d *ioctl.Device) error {
 		return d.AddNewDisk(ioctl.DiskInfo{Major: int32(dev.Major), Minor: int32(dev.Minor)})
 	})
 }
 
+// RunArray issues RUN_ARRAY.
 func (k sysKernel) RunArray(array string) error {
 	return k.withDevice(array, func(d *ioctl.Device) error { return d.RunArray() })
 }
 
+// SetSyncAction writes md/sync_action.
 func (k sysKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
 	a, err := k.fs.Array(array)
 	if err != nil {
@@ -99,6 +104,7 @@ func (k sysKernel) member(array, member string) (sysfs.Member, error) {
 	return a.Member(member)
 }
 
+// SetSlot writes md/dev-MEMBER/slot.
 func (k sysKernel) SetSlot(array, member string, slot int) error {
 	m, err := k.member(array, member)
 	if err != nil {
@@ -107,6 +113,7 @@ func (k sysKernel) SetSlot(array, member string, slot int) error {
 	return m.SetSlot(sysfs.Slot(slot))
 }
 
+// WriteState writes md/dev-MEMBER/state.
 func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) error {
 	m, err := k.member(array, member)
 	if err != nil {

@@ -24,6 +24,7 @@ type LockedError struct {
 	PID  int // 0 when unknown
 }
 
+// Error names the lock file and its holder.
 func (e *LockedError) Error() string {
 	if e.PID > 0 {
 		return fmt.Sprintf("%v (lock %s held by process %d)", ErrLocked, e.Path, e.PID)

@@ -72,6 +72,7 @@ type RefusedError struct {
 	Err    error
 }
 
+// Error says which array and why; nothing was written.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("md: refusing to replace in %s: %s", e.Array, e.Reason)
 }
