@@ -58,7 +58,8 @@ const (
 	// is the disk); recovery follows.
 	HealStarted EventType = "HealStarted"
 	// HealRefused: heal found a reason not to fill a missing slot
-	// (Event.Reason). It is reported once per slot and reason.
+	// (Event.Reason). It is reported once per slot and reason; waiting
+	// for a running rebuild to end is not a refusal.
 	HealRefused EventType = "HealRefused"
 	// HealFailed: heal tried to fill a slot and the kernel or the disk
 	// refused (Event.Reason).

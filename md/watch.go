@@ -215,7 +215,8 @@ func (w *watcher) record(ctx context.Context, r *Report, rs *Records) []Event {
 
 // heal runs a heal pass over the degraded arrays of r and turns its
 // decisions into events: HealStarted for a disk added, HealFailed for an
-// attempt that failed, HealRefused once per slot and reason.
+// attempt that failed, HealRefused once per slot and reason. Deferrals
+// (ErrHealDeferred: a rebuild runs) are not reported.
 func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 	var decisions []Decision
 	if rs == nil {
@@ -243,12 +244,19 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 		case OutcomeHealed:
 			e.Type = HealStarted
 			delete(w.refused, key)
-		case OutcomeFailed, OutcomeRefused:
+		case OutcomeRefused:
+			if errors.Is(d.Err, ErrHealDeferred) {
+				// Busy (a rebuild runs, often the one heal
+				// started): not a refusal, the next pass decides.
+				continue
+			}
+			fallthrough
+		case OutcomeFailed:
 			// Both are retried on every pass, but reported once per
 			// slot and reason.
-			e.Type = HealRefused
-			if d.Outcome == OutcomeFailed {
-				e.Type = HealFailed
+			e.Type = HealFailed
+			if d.Outcome == OutcomeRefused {
+				e.Type = HealRefused
 			}
 			if w.refused[key] == string(e.Type)+": "+d.Reason {
 				continue

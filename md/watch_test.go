@@ -116,3 +116,37 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
 }
+
+// TestWatchHealEvents checks how heal decisions become events: refusals
+// once per slot and reason, deferrals never.
+func TestWatchHealEvents(t *testing.T) {
+	c := qt.New(t)
+	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	w := &watcher{m: m, o: (&WatchOptions{}).withDefaults(), refused: map[string]string{}}
+	rs := recordsOf(t, mirrorHealthy())
+	ctx := context.Background()
+	types := func(evs []Event) []string {
+		out := []string{}
+		for _, e := range evs {
+			out = append(out, string(e.Type)+": "+e.Reason)
+		}
+		return out
+	}
+	// The recorded port of slot 1 (00:11.0) holds the capture's vdb.
+	missing := report(mirrorMissing())
+	first := types(w.heal(ctx, missing, rs))
+	c.Assert(first, qt.HasLen, 1)
+	c.Assert(first[0], qt.Matches, "HealRefused: md: refusing to replace in md127: .*")
+	c.Assert(w.heal(ctx, missing, rs), qt.HasLen, 0)
+	// A rebuild runs: deferred, not reported.
+	c.Assert(types(w.heal(ctx, report(mirrorRecovering(10)), rs)), qt.DeepEquals, []string{})
+	// Healthy again: the memory of refusals is dropped, so a new failure
+	// is reported again.
+	c.Assert(w.heal(ctx, report(mirrorHealthy()), rs), qt.HasLen, 0)
+	c.Assert(w.heal(ctx, missing, rs), qt.HasLen, 1)
+	// Records that cannot be used: every degraded array is refused once.
+	w.storeErrFull = &StoreError{Err: ErrStoreCorrupt, Reason: "checksum"}
+	bad := types(w.heal(ctx, missing, nil))
+	c.Assert(bad, qt.DeepEquals, []string{"HealRefused: md: slot records are corrupt: checksum"})
+	c.Assert(w.heal(ctx, missing, nil), qt.HasLen, 0)
+}
