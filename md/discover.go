@@ -78,6 +78,19 @@ func (m *Manager) Resolve(name string) (string, error) {
 			return a, nil
 		}
 	}
+	// A device node, or a link to one such as /dev/md/boot: match the
+	// device number.
+	if strings.Contains(name, "/") {
+		if dn, ok := devNumOf(name); ok {
+			for _, a := range arrays {
+				if arr, err := m.fs.Array(a); err == nil {
+					if d, err := arr.Dev(); err == nil && d == dn {
+						return a, nil
+					}
+				}
+			}
+		}
+	}
 	short := strings.TrimPrefix(base, "md/")
 	fsys := m.fs.WithCache()
 	for _, a := range arrays {
@@ -196,8 +209,8 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	return s
 }
 
-func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, mv sysfs.MetadataVersion) memberSnap {
-	ms := memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
+func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, mv sysfs.MetadataVersion) (ms memberSnap) {
+	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
 	var errs []string
 	note := func(what string, err error) {
 		if err != nil {

@@ -1,6 +1,7 @@
 package md
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/go-mdraid/mdraid/superblock"
@@ -50,8 +51,10 @@ func build(s *snapshot, devRoot string) Array {
 		a.UUID = newest.SetUUID.String()
 		a.Name, a.Homehost = newest.Name(), newest.Homehost()
 		a.LayoutName = newest.LayoutName()
-		if a.Level == "" || !s.level.Known() {
-			// An assembled, not running array shows a bare number.
+		if _, err := strconv.Atoi(a.Level); a.Level == "" || err == nil {
+			// An assembled, not running array shows a bare number (or
+			// nothing): name the level from the superblock. A word the
+			// kernel shows is kept, even one we do not know.
 			a.Level = newest.Level.String()
 		}
 		if a.RaidDisks == 0 {

@@ -33,14 +33,17 @@ var statusCases = []statusCase{
 	{name: "raid1-missing", disks: 1, want: md.Degraded, args: []string{"--level=1", "--raid-devices=2", "missing"}},
 	{name: "raid1-failed", disks: 2, want: md.Degraded, args: []string{"--level=1", "--raid-devices=2"},
 		after: func(c *qt.C, dev, _ string, d []guest.Disk) { guest.Mdadm(c, dev, "--fail", d[1].Path) }},
-	{name: "raid1-removed-spare", disks: 4, want: md.Degraded, args: []string{"--level=1", "--raid-devices=3"},
+	{name: "raid1-removed-spare", disks: 3, want: md.Degraded, args: []string{"--level=1", "--raid-devices=3"},
 		after: func(c *qt.C, dev, name string, d []guest.Disk) {
-			// The array has three members; fail and remove one, then
-			// freeze recovery and add a spare, which stays a spare.
+			// Fail and remove one of the three members, then freeze
+			// recovery and add a fourth disk, which stays a spare.
 			guest.Mdadm(c, dev, "--fail", d[2].Path)
 			guest.Mdadm(c, dev, "--remove", d[2].Path)
 			guest.WriteAttr(c, name, "sync_action", "frozen")
-			guest.Mdadm(c, dev, "--add", d[3].Path)
+			all, err := guest.Disks()
+			c.Assert(err, qt.IsNil)
+			c.Assert(len(all) > 3, qt.IsTrue)
+			guest.Mdadm(c, dev, "--add", all[3].Path)
 		}},
 	{name: "raid5", disks: 4, want: md.Online, args: []string{"--level=5", "--raid-devices=4"}},
 	{name: "raid5-degraded", disks: 3, want: md.Degraded, args: []string{"--level=5", "--raid-devices=4", "missing"}},
