@@ -278,6 +278,7 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 		if !w.scan(ctx, ch) || ctx.Err() != nil {
 			return
 		}
+		w.o.Logger.Debug("scan", "took", time.Since(last))
 		if !w.sys.wait(w.o.Rescan, w.o.Logger) || ctx.Err() != nil {
 			return
 		}
