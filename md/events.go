@@ -301,7 +301,10 @@ func diff(prev, cur *Report, spares map[string]int) []Event {
 		if prev != nil && p == nil {
 			out = append(out, arrayEvent(NewArray, a, now))
 		}
-		if p != nil {
+		if p != nil && p.Availability != Inactive && a.Availability != Inactive {
+			// An array that is not running has no live membership:
+			// mdadm --stop unbinds every member of an array already
+			// stopped, and assembly binds them before it runs.
 			out = append(out, memberEvents(p, a, now)...)
 		}
 		if a.Availability == Degraded && (p == nil || p.Availability != Degraded) {

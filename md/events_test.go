@@ -154,6 +154,12 @@ func TestDiff(t *testing.T) {
 		{"assembled inactive, then started degraded", report(withAvail(mirrorMissing(), Inactive)), report(mirrorMissing()), nil,
 			[]string{"DegradedArray md127"}},
 		{"array stopped", report(mirrorHealthy()), report(), nil, []string{"DeviceDisappeared md127"}},
+		{"array stopping: members unbound from an inactive array are no failures", report(mirrorHealthy()),
+			report(func() Array {
+				a := withAvail(mirrorHealthy(), Inactive)
+				a.State, a.Slots = "inactive", []Slot{{Slot: 0, State: SlotMissing}, {Slot: 1, State: SlotMissing}}
+				return a
+			}()), nil, []string{}},
 		{"array cleared counts as gone", report(mirrorHealthy()), report(withState(mirrorHealthy(), "clear")), nil,
 			[]string{"DeviceDisappeared md127"}},
 		{"cleared array is not new", report(withState(mirrorHealthy(), "clear")), report(withState(mirrorHealthy(), "clear")), nil, []string{}},

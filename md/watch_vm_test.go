@@ -129,17 +129,15 @@ func TestVMWatchLatency(t *testing.T) {
 	guest.Mdadm(c, "--stop", dev)
 }
 
-// TestVMWatchSequence fails a member, replaces it with a blank disk and
-// follows the rebuild: Fail and DegradedArray, MemberAdded,
-// RebuildStarted, progress steps, RebuildFinished and SpareActive, in
-// that order.
+// TestVMWatchSequence follows an array's life: it appears (NewArray, seen
+// through /proc/mdstat's notification), a member fails and is replaced by
+// a blank disk, the rebuild runs, and the array is stopped: NewArray, then
+// Fail and DegradedArray, MemberAdded, RebuildStarted, progress steps,
+// SpareActive and RebuildFinished, in that order, then DeviceDisappeared.
 func TestVMWatchSequence(t *testing.T) {
 	c := qt.New(t)
 	disks := guest.ScratchDisks(t, 3)
 	dev := "/dev/md/seq"
-	guest.Mdadm(c, "--create", dev, "--run", "--assume-clean", "--level=1", "--raid-devices=2",
-		disks[0].Path, disks[1].Path)
-	md := guest.ArrayName(c, dev)
 
 	m, err := Open(nil)
 	c.Assert(err, qt.IsNil)
@@ -149,6 +147,12 @@ func TestVMWatchSequence(t *testing.T) {
 	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c.Assert(err, qt.IsNil)
 	time.Sleep(300 * time.Millisecond)
+
+	guest.Mdadm(c, "--create", dev, "--run", "--assume-clean", "--level=1", "--raid-devices=2",
+		disks[0].Path, disks[1].Path)
+	md := guest.ArrayName(c, dev)
+	expectEvent(t, ch, md, NewArray, 5*time.Second)
+	drain(t, ch, 300*time.Millisecond)
 
 	var seq []string
 	add := func(e Event) { seq = append(seq, string(e.Type)) }
@@ -192,6 +196,8 @@ func TestVMWatchSequence(t *testing.T) {
 	}
 	c.Assert(seq[len(seq)-2:], qt.DeepEquals, []string{"SpareActive", "RebuildFinished"})
 	guest.Mdadm(c, "--stop", dev)
+	_, _, skipped = expectEvent(t, ch, md, DeviceDisappeared, 5*time.Second)
+	c.Assert(skipped, qt.HasLen, 0, qt.Commentf("a stop is no failure"))
 	cancel()
 	for range ch {
 	}
