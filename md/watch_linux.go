@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,7 @@ import (
 // descriptors in an epoll set waiting for EPOLLPRI.
 type pollSet struct {
 	epfd   int
+	stopMu sync.Mutex     // stop runs on another goroutine, racing close
 	stopfd int            // eventfd written when the watch's context ends
 	uevent int            // kernel uevent socket, or -1
 	mdstat int            // /proc/mdstat, or -1
@@ -236,8 +238,14 @@ func (p *pollSet) drainUevents() {
 	}
 }
 
-// stop wakes wait from another goroutine.
+// stop wakes wait from another goroutine. After close it does nothing
+// (the descriptor number may belong to someone else by then).
 func (p *pollSet) stop() {
+	p.stopMu.Lock()
+	defer p.stopMu.Unlock()
+	if p.stopfd < 0 {
+		return
+	}
 	var one [8]byte
 	binary.NativeEndian.PutUint64(one[:], 1)
 	unix.Write(p.stopfd, one[:])
@@ -249,6 +257,8 @@ func (p *pollSet) close() {
 		unix.Close(fd)
 	}
 	p.files, p.paths = map[string]int{}, map[int]string{}
+	p.stopMu.Lock()
+	defer p.stopMu.Unlock()
 	for _, fd := range []*int{&p.uevent, &p.mdstat, &p.stopfd, &p.epfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)
