@@ -23,5 +23,31 @@
 // which member is stale. The JSON form of [Report] is a stable schema,
 // documented in STATUS-JSON.md at the module root.
 //
+// # Replace
+//
+// [Manager.PlanReplace] turns a snapshot of the array and facts about a
+// candidate disk into a [Plan] (every check, step and write) or a
+// [RefusedError]; [CheckBlank] is the one decision whether a disk holds
+// anything. [Manager.ExecuteReplace] is the one executor: it locks the
+// array, re-plans, and writes the new member's superblock, adds it and
+// pins it to the planned slot, so that an array never grows and a disk that
+// holds anything is never written. [Manager.Fail], [Manager.Remove] and
+// [Manager.Run] are the primitives; [Manager.WaitReplace] follows a rebuild.
+//
+// # Slot records and heal
+//
+// [NewRecord] remembers, for a healthy array, which port (by-path) held each
+// slot; a [Store] keeps the records ([FileStore] writes them atomically and
+// refuses a corrupt file). [Manager.Heal] fills a missing slot with a blank
+// disk found at the recorded port, through the same planner and executor,
+// also after a disk was swapped while the machine was off.
+//
+// # Watch
+//
+// [Manager.Watch] reports [Event] values (mdadm's names where mdadm has
+// them) as the kernel changes arrays, woken by poll on sysfs attributes and
+// /proc/mdstat, with a periodic rescan as a safety net; it can keep the
+// records current and heal as it goes.
+//
 // Kernel documentation: https://docs.kernel.org/admin-guide/md.html.
 package md
