@@ -324,7 +324,7 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 			return a, err
 		}
 		if done && !removed {
-			old, _ := findIn(a, w.Replaced)
+			old, _ := a.Find(w.Replaced)
 			switch {
 			case old == nil:
 				removed = true
@@ -350,7 +350,7 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 // rebuildDone decides whether the rebuild of member is over: it holds a
 // slot, is in sync, and nothing runs.
 func rebuildDone(a Array, member string) (bool, error) {
-	mem, where := findIn(a, member)
+	mem, where := a.Find(member)
 	switch {
 	case mem == nil:
 		return false, fmt.Errorf("%w: %s is no longer a member of %s", ErrRebuildFailed, member, a.Device)
@@ -362,26 +362,3 @@ func rebuildDone(a Array, member string) (bool, error) {
 	return where == "slot" && inSync && idle, nil
 }
 
-// findIn finds a member in a status by kernel name, and where it is:
-// "slot", "replacement", "spare" or "faulty".
-func findIn(a Array, name string) (*Member, string) {
-	for _, s := range a.Slots {
-		if s.Member != nil && s.Member.Device == name {
-			return s.Member, "slot"
-		}
-		if s.Replacement != nil && s.Replacement.Device == name {
-			return s.Replacement, "replacement"
-		}
-	}
-	for i := range a.Spares {
-		if a.Spares[i].Device == name {
-			return &a.Spares[i], "spare"
-		}
-	}
-	for i := range a.Faulty {
-		if a.Faulty[i].Device == name {
-			return &a.Faulty[i], "faulty"
-		}
-	}
-	return nil, ""
-}

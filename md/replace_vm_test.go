@@ -177,7 +177,7 @@ func TestVMHotReplace(t *testing.T) {
 	a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[2].Name, Replaced: disks[1].Name, Interval: 200 * time.Millisecond})
 	c.Assert(err, qt.IsNil)
 	c.Check(a.Availability, qt.Equals, Online)
-	mem, _ := findIn(a, disks[1].Name)
+	mem, _ := a.Find(disks[1].Name)
 	c.Check(mem, qt.IsNil, qt.Commentf("the replaced member is still bound"))
 	d := parseDetail(guest.Mdadm(c, "--detail", mdDev))
 	// "active" only means writes happened within safe_mode_delay.
