@@ -361,4 +361,3 @@ func rebuildDone(a Array, member string) (bool, error) {
 	idle := a.Activity.Kind == Idle
 	return where == "slot" && inSync && idle, nil
 }
-
