@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -16,20 +15,11 @@ import (
 	"github.com/go-mdraid/mdraid/md"
 )
 
-// runCLI runs mdctl in-process and returns its exit code and output.
-func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
+// runCLI is mdctl with the exit code first.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	exited := -1
-	code = run(args, &out, &errb, func(c int) {
-		if exited < 0 {
-			exited = c
-		}
-	})
-	if exited >= 0 {
-		code = exited
-	}
-	return code, out.String(), errb.String()
+	stdout, stderr, code = mdctl(t, args...)
+	return code, stdout, stderr
 }
 
 func TestStatusOnRealCaptures(t *testing.T) {
