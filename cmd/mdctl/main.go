@@ -85,7 +85,11 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 	if err != nil {
 		panic(err) // a malformed CLI struct: a programming error
 	}
-	kongplete.Complete(parser, kongplete.WithExitFunc(exit))
+	if os.Getenv("COMP_LINE") != "" {
+		// The shell asks for completions (see CompletionCmd); building
+		// the completion model costs start-up time otherwise.
+		kongplete.Complete(parser, kongplete.WithExitFunc(exit))
+	}
 	ctx, err := parser.Parse(args)
 	if err != nil {
 		parser.FatalIfErrorf(err)
