@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -120,6 +122,16 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 		return nil, err
 	}
 	defer unlock()
+	if p.candDev != (sysfs.DevNum{}) {
+		// Two replaces into different arrays must not share a disk: the
+		// kernel does not compare set UUIDs on ADD_NEW_DISK, so one could
+		// add a disk that carries the other's superblock.
+		unlockDisk, err := lockArray(m.ops.runDir, "disk-"+p.candDev.String())
+		if err != nil {
+			return nil, err
+		}
+		defer unlockDisk()
+	}
 
 	q, err := planReplace(m.arrayFacts(p.Array, p.req.Member), m.candidateFacts(p.req.With, p.req.AllowImageFile), p.req, p.devUUID)
 	if err != nil {
@@ -195,7 +207,13 @@ func (x *execution) step(k StepKind) error {
 	p, kern := x.p, x.m.ops.k
 	switch k {
 	case StepRemove:
-		return hotRemove(kern, p.Array, p.Remove.dev)
+		if p.Remove.dev == (sysfs.DevNum{}) {
+			// The member's block device is gone (a pulled disk leaves a
+			// dangling block link), so there is no dev_t to name: remove
+			// it through its sysfs state, as mdadm falls back to.
+			return kern.WriteState(p.Array, p.Remove.Device, sysfs.CmdRemove)
+		}
+		return hotRemove(kern, x.m.fs, p.Array, p.Remove)
 	case StepFreeze:
 		a, err := x.m.fs.Array(p.Array)
 		if err != nil {
@@ -214,7 +232,7 @@ func (x *execution) step(k StepKind) error {
 		x.froze = true
 		return nil
 	case StepWriteSuperblock:
-		return kern.WriteDevice(p.Candidate.Path, p.lbs, p.regions)
+		return kern.WriteDevice(p.Candidate.Path, p.candDev, p.lbs, p.regions)
 	case StepAdd:
 		return kern.AddNewDisk(p.Array, p.candDev)
 	case StepWantReplacement:
@@ -235,16 +253,23 @@ func (x *execution) step(k StepKind) error {
 
 // hotRemove removes a member, retrying EBUSY a few times: the kernel
 // reports it while it has not yet noticed that a failed member's I/O
-// ended. A member that is already gone (ENXIO) counts as removed.
-func hotRemove(kern kernel, array string, dev sysfs.DevNum) error {
+// ended. ENXIO ("not a member") counts as removed only when the member's
+// dev-* directory is really gone.
+func hotRemove(kern kernel, fsys sysfs.FS, array string, mem *PlanMember) error {
 	var err error
 	for i := 0; i < removeTries; i++ {
 		if i > 0 {
 			time.Sleep(removeWait)
 		}
-		err = kern.HotRemove(array, dev)
-		if err == nil || errors.Is(err, unix.ENXIO) {
+		err = kern.HotRemove(array, mem.dev)
+		if err == nil {
 			return nil
+		}
+		if errors.Is(err, unix.ENXIO) {
+			if _, serr := os.Stat(fsys.Path("block", array, "md", "dev-"+mem.Device)); errors.Is(serr, fs.ErrNotExist) {
+				return nil
+			}
+			return err
 		}
 		if !errors.Is(err, unix.EBUSY) {
 			return err
@@ -345,6 +370,9 @@ func (x *execution) failed(k StepKind, err error) error {
 		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.", p.Remove.Device, p.Array)
 	case StepFreeze:
 		e.State = "nothing was written."
+		if p.Remove != nil {
+			e.State = fmt.Sprintf("nothing was written, but %s was removed from %s.", p.Remove.Device, p.Array)
+		}
 	case StepWriteSuperblock:
 		if wrote { // the fault hook ran after a complete write
 			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but is not a member. Run the same replace again to resume.%s", dev, p.Array, p.DevNumber, unfreeze())

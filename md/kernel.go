@@ -37,7 +37,9 @@ type kernel interface {
 	// WriteDevice writes the regions to the device or image at path,
 	// each extended to whole logical blocks of lbs bytes by reading what
 	// surrounds it, syncs, reads the regions back and compares them.
-	WriteDevice(path string, lbs int64, regions []region) error
+	// Unless dev is zero, the opened device must have that number, so a
+	// path re-pointed since the plan is never written.
+	WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error
 }
 
 // region is bytes to write at a byte offset of a device.
@@ -127,7 +129,7 @@ func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) err
 // ADD_NEW_DISK), writes each region read-modify-write over whole logical
 // blocks, fsyncs, and reads every region back, bypassing the page cache
 // where the device allows O_DIRECT.
-func (k sysKernel) WriteDevice(path string, lbs int64, regions []region) error {
+func (k sysKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error {
 	flags := os.O_RDWR
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeDevice != 0 {
 		flags |= unix.O_EXCL
@@ -137,6 +139,16 @@ func (k sysKernel) WriteDevice(path string, lbs int64, regions []region) error {
 		return err
 	}
 	defer f.Close()
+	if dev != (sysfs.DevNum{}) {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return &os.PathError{Op: "fstat", Path: path, Err: err}
+		}
+		got := sysfs.DevNum{Major: unix.Major(uint64(st.Rdev)), Minor: unix.Minor(uint64(st.Rdev))}
+		if st.Mode&unix.S_IFMT != unix.S_IFBLK || got != dev {
+			return fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, dev)
+		}
+	}
 	if lbs <= 0 {
 		lbs = 512
 	}

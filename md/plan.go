@@ -60,6 +60,11 @@ var (
 	// ErrCandidateTooSmall: the candidate cannot hold the data offset,
 	// the component size and the metadata the array needs.
 	ErrCandidateTooSmall = errors.New("md: candidate is too small")
+	// ErrMemberUnknown: a member that stays bound has no readable
+	// superblock, so its descriptor number is unknown and the new
+	// member's number could collide with it (the kernel refuses that
+	// with EBUSY, but only after the new superblock was written).
+	ErrMemberUnknown = errors.New("md: a bound member's descriptor number is unknown")
 )
 
 // RefusedError is the planner's refusal: which check failed and why.
@@ -599,26 +604,37 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 	} else if got.DevFlags != 0 || got.DataOffset != src.sb.DataOffset {
 		return false
 	}
-	_, used := usedDevNumbers(f.s)[n]
-	return !used
+	used, _ := usedDevNumbers(f.s, "")
+	return !used[n]
 }
 
 // usedDevNumbers returns the descriptor numbers of the bound members.
-func usedDevNumbers(s *snapshot) map[uint32]bool {
-	used := map[uint32]bool{}
+// When a bound member's superblock cannot be read its number is unknown,
+// and known is false: the kernel would refuse a number it holds (EBUSY),
+// but only after the new superblock was written.
+// A member named removing leaves before the new one is added, so its
+// number does not need to be known.
+func usedDevNumbers(s *snapshot, removing string) (used map[uint32]bool, known bool) {
+	used, known = map[uint32]bool{}, true
 	for _, ms := range s.members {
-		if ms.DevNumber != nil {
+		switch {
+		case ms.DevNumber != nil:
 			used[*ms.DevNumber] = true
+		case ms.Device != removing:
+			known = false
 		}
 	}
-	return used
+	return used, known
 }
 
 // chooseDevNumber picks the descriptor number of a new member as mdadm
 // does: the lowest number at or above raid_disks that no bound member
 // uses. 0.90 numbers must stay below 27.
-func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version) (uint32, error) {
-	used := usedDevNumbers(s)
+func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version, removing string) (uint32, error) {
+	used, known := usedDevNumbers(s, removing)
+	if !known {
+		return 0, ErrMemberUnknown
+	}
 	limit := uint32(superblock.MaxDev1)
 	if v == superblock.Version090 {
 		limit = superblock.Disks090
@@ -651,8 +667,13 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		return
 	}
 	pl.pass(checkSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
-	if c.SizeBytes <= 0 || (!c.BlockDevice && !c.Image) {
+	if !c.BlockDevice && !c.Image {
 		pl.skip(checkSize, "candidate size unknown")
+		return
+	}
+	if c.SizeBytes <= 0 {
+		// An empty removable device, for one: nothing fits on it.
+		pl.fail(checkSize, ErrCandidateTooSmall, "%s has no capacity (%d bytes)", c.Path, c.SizeBytes)
 		return
 	}
 	var n uint32
@@ -664,7 +685,14 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		}
 	} else {
 		var err error
-		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version); err != nil {
+		removing := ""
+		if p.Remove != nil {
+			removing = p.Remove.Device
+		}
+		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version, removing); errors.Is(err, ErrMemberUnknown) {
+			pl.fail(checkSource, ErrMemberUnknown, "a member other than the one being replaced has no readable superblock, so its descriptor number is unknown; remove it or make it readable first")
+			return
+		} else if err != nil {
 			pl.fail(checkSize, ErrCandidateTooSmall, "%v", err)
 			return
 		}

@@ -336,7 +336,7 @@ func TestPlanResume(t *testing.T) {
 			p1, err := plan("")
 			c.Assert(err, qt.IsNil)
 			c.Assert(p1.Resume, qt.Equals, ResumeNone)
-			c.Assert(sysKernel{}.WriteDevice(path, 512, p1.regions), qt.IsNil)
+			c.Assert(sysKernel{}.WriteDevice(path, sysfs.DevNum{}, 512, p1.regions), qt.IsNil)
 
 			// The killed run left recovery frozen.
 			p2, err := plan(sysfs.ActionFrozen)

@@ -149,11 +149,14 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	if err != nil {
 		return err
 	}
-	dev, err := sysfs.ParseDevNum(ms.DevNum)
-	if err != nil {
-		return fmt.Errorf("md: device number of %s: %w", ms.Device, err)
+	dev, derr := sysfs.ParseDevNum(ms.DevNum)
+	if derr != nil {
+		// The member's block device is gone (a pulled disk): remove it
+		// through its sysfs state instead, as mdadm falls back to.
+		err = m.ops.k.WriteState(name, ms.Device, sysfs.CmdRemove)
+	} else {
+		err = hotRemove(m.ops.k, m.fs, name, &PlanMember{Device: ms.Device, dev: dev})
 	}
-	err = hotRemove(m.ops.k, name, dev)
 	if errors.Is(err, unix.ENODEV) {
 		err = m.ops.k.WriteState(name, ms.Device, sysfs.CmdRemove)
 	}

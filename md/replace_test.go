@@ -136,7 +136,7 @@ func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) e
 	return nil
 }
 
-func (k *fakeKernel) WriteDevice(path string, lbs int64, regions []region) error {
+func (k *fakeKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error {
 	what := make([]string, len(regions))
 	for i, r := range regions {
 		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
@@ -147,7 +147,7 @@ func (k *fakeKernel) WriteDevice(path string, lbs int64, regions []region) error
 	k.mu.Lock()
 	k.added = filepath.Base(path)
 	k.mu.Unlock()
-	return sysKernel{}.WriteDevice(path, lbs, regions)
+	return sysKernel{}.WriteDevice(path, dev, lbs, regions)
 }
 
 // addedMember is what the fake shows after ADD_NEW_DISK of name: an
