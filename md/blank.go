@@ -28,6 +28,9 @@ var (
 	// ErrHasSignature means a file system, volume manager, encryption,
 	// swap or cache signature.
 	ErrHasSignature = errors.New("md: disk carries a file system or volume signature")
+	// ErrHasData means no known signature, but the first or last 4 KiB
+	// hold data: not all one of the fill bytes 0x00, 0x5a or 0xff.
+	ErrHasData = errors.New("md: disk carries data")
 )
 
 // BlankKind says what kind of content made a disk not blank.
@@ -38,6 +41,7 @@ const (
 	KindMDSuperblock   BlankKind = "md-superblock"
 	KindPartitionTable BlankKind = "partition-table"
 	KindSignature      BlankKind = "signature"
+	KindData           BlankKind = "data"
 )
 
 // NotBlankError says what was found on a disk and where. It matches
@@ -67,6 +71,8 @@ func (e *NotBlankError) Is(target error) bool {
 		return e.Kind == KindPartitionTable
 	case ErrHasSignature:
 		return e.Kind == KindSignature
+	case ErrHasData:
+		return e.Kind == KindData
 	}
 	return false
 }
@@ -77,7 +83,7 @@ var _ error = (*NotBlankError)(nil)
 // nothing on it is recognisable as metadata that someone might still
 // want. It returns nil for a blank disk, a *NotBlankError for the first
 // finding (matching ErrNotBlank and one of ErrHasMDSuperblock,
-// ErrHasPartitionTable or ErrHasSignature), or the I/O error that kept it
+// ErrHasPartitionTable, ErrHasSignature or ErrHasData), or the I/O error that kept it
 // from deciding. A read error is never taken as blank.
 //
 // The magics checked, with their byte offsets (from libblkid, the kernel
@@ -111,13 +117,19 @@ var _ error = (*NotBlankError)(nil)
 //     (4, 8, 16, 32, 64 KiB: offset pagesize-10), and the hibernation
 //     images "S1SUSPEND", "S2SUSPEND", "ULSUSPEND", "LINHIB0001" there.
 //   - bcache and bcachefs: their 16-byte magics at 4096+24.
+//   - md external metadata: Intel IMSM "Intel Raid ISM Cfg Sig. " at
+//     end-1024; SNIA DDF anchor 0xde11de11 (big-endian) at end-512.
 //   - ZFS: the uberblock magic 0x00bab10c (either byte order) at every
 //     1 KiB of the uberblock area (128 KiB into each label) of the four
 //     256 KiB labels: two at the start (0, 256 KiB) and two at the end of
 //     the device rounded down to 256 KiB (end-512 KiB, end-256 KiB).
 //
 // ZFS cache and spare vdevs that carry only an nvlist and no uberblock
-// are not recognised.
+// are not recognised by magic, but by the last rule: a disk with no
+// known signature is blank only when its first and last 4 KiB are each
+// filled with one byte value, 0x00, 0x5a or 0xff (what mdadm calls a
+// bare disk); anything else is ErrHasData. So unknown content, plain
+// dm-crypt or a wiped member's data is never taken for blank.
 func CheckBlank(r io.ReaderAt, size int64) error {
 	fs, err := blankFindings(r, size)
 	if err != nil {
@@ -181,6 +193,34 @@ var blankMagics = []magic{
 	sig("LUKS header", 0, "LUKS\xba\xbe"),
 	sig("bcache superblock", 4096+24, "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81"),
 	sig("bcachefs superblock", 4096+24, "\xc6\x85\x73\xf6\x66\xce\x90\xa9\xd9\x6a\x60\xcf\x80\x3d\xf7\xef"),
+	{kind: KindSignature, what: "Intel IMSM metadata", off: 1024, fromEnd: true, b: []byte("Intel Raid ISM Cfg Sig. ")},
+	{kind: KindSignature, what: "DDF anchor", off: 512, fromEnd: true, b: []byte{0xde, 0x11, 0xde, 0x11}},
+}
+
+// bareRegions reports whether the first and last 4 KiB of the device are
+// each filled with a single byte value among 0x00, 0x5a and 0xff, and if
+// not, the offset of the region that is not.
+func bareRegions(r io.ReaderAt, size int64) (int64, bool, error) {
+	const n = 4096
+	for _, off := range []int64{0, max(size-n, 0)} {
+		b := make([]byte, min(n, size))
+		if err := readFull(r, b, off); err != nil {
+			return 0, false, err
+		}
+		if len(b) == 0 {
+			continue
+		}
+		fill := b[0]
+		if fill != 0x00 && fill != 0x5a && fill != 0xff {
+			return off, false, nil
+		}
+		for _, c := range b {
+			if c != fill {
+				return off, false, nil
+			}
+		}
+	}
+	return 0, true, nil
 }
 
 // blankFindings lists everything CheckBlank recognises on the device, in
@@ -279,10 +319,21 @@ func blankFindings(r io.ReaderAt, size int64) ([]*NotBlankError, error) {
 	if err := zfsFindings(r, size, add); err != nil {
 		return nil, err
 	}
+	if len(out) == 0 {
+		// No known signature: the disk must also be bare (mdadm's rule),
+		// its first and last 4 KiB each filled with one of 0x00, 0x5a or
+		// 0xff. Known findings are reported instead, so that a rerun can
+		// recognise its own half-written superblock.
+		if off, bare, err := bareRegions(r, size); err != nil {
+			return nil, err
+		} else if !bare {
+			add(KindData, "data (not a fill pattern in the first or last 4 KiB)", off)
+		}
+	}
 	// Keep a stable order: md, partition tables, signatures.
-	rank := map[BlankKind]int{KindMDSuperblock: 0, KindPartitionTable: 1, KindSignature: 2}
+	rank := map[BlankKind]int{KindMDSuperblock: 0, KindPartitionTable: 1, KindSignature: 2, KindData: 3}
 	sorted := make([]*NotBlankError, 0, len(out))
-	for k := 0; k < 3; k++ {
+	for k := 0; k < 4; k++ {
 		for _, f := range out {
 			if rank[f.Kind] == k {
 				sorted = append(sorted, f)
