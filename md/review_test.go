@@ -10,6 +10,7 @@ import (
 	qt "github.com/frankban/quicktest"
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -155,4 +156,22 @@ func TestCheckBlankBare(t *testing.T) {
 			qt.Assert(t, err, qt.ErrorIs, ErrNotBlank)
 		})
 	}
+}
+
+// TestPlanPulledFaultyMember: a faulty member whose disk was pulled has no
+// readable superblock; its number is one the in-sync members' superblocks
+// mark faulty, so the new member's number avoids all of those.
+func TestPlanPulledFaultyMember(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-failed")
+	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil) // the pulled disk
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	src := cloneSource(r.facts(t, "").s)
+	c.Assert(src, qt.Not(qt.IsNil))
+	c.Assert(int(p.DevNumber) < len(src.sb.DevRoles) || p.DevNumber >= 2, qt.IsTrue)
+	if int(p.DevNumber) < len(src.sb.DevRoles) {
+		c.Check(src.sb.DevRoles[p.DevNumber], qt.Not(qt.Equals), superblock.RoleFaulty)
+	}
+	c.Check(src.sb.DevRoles[1], qt.Equals, superblock.RoleFaulty, qt.Commentf("the capture marks vdb's number faulty"))
 }
