@@ -35,7 +35,11 @@ func build(s *snapshot, devRoot string) Array {
 	a.SizeBytes = s.size * 512
 	a.ComponentBytes = s.component * 1024
 
-	running := s.level.Known() && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
+	// An array runs when a personality is bound: the level is a name (a
+	// bare number means assembled but not started), and the state says so.
+	// A level word we do not know yet still counts as a personality.
+	_, bare := strconv.Atoi(string(s.level))
+	running := bare != nil && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
 		s.state != sysfs.StateInactive && s.state != sysfs.StateClear && s.state != ""
 
 	// Identity from the freshest superblock.
