@@ -42,41 +42,15 @@ func fixtureManager(t testing.TB, c *fixture.Case) *Manager {
 	return m
 }
 
-// detail is mdadm --detail in the shape the md tests use.
-type detail struct {
-	fields map[string]string
-	rows   []detailRow
-}
-
-type detailRow struct {
-	slot  string // RaidDevice column: a number or "-"
-	state string // "active sync", "spare rebuilding", "faulty", "removed", "spare", ""
-	dev   string // "/dev/vdb", or "" for a removed slot
-}
-
-func parseDetail(text string) detail {
-	m := mdadmtext.ParseDetail(text)
-	d := detail{fields: m.Fields}
-	for _, r := range m.Rows {
-		d.rows = append(d.rows, detailRow{slot: r.Slot, state: r.State, dev: r.Dev})
-	}
-	return d
-}
-
 // atoiField returns a numeric field of mdadm --detail, failing the test
 // when it is missing.
-func atoiField(t testing.TB, d detail, key string) int {
+func atoiField(t testing.TB, d mdadmtext.Detail, key string) int {
 	t.Helper()
-	n, err := strconv.Atoi(d.fields[key])
-	if err != nil {
-		t.Fatalf("mdadm --detail %q = %q: %v", key, d.fields[key], err)
+	n := d.Int(key)
+	if n < 0 {
+		t.Fatalf("mdadm --detail has no number %q (%q)", key, d.Fields[key])
 	}
 	return n
-}
-
-// expectAvailability maps mdadm --detail's State line to ours.
-func expectAvailability(state string) Availability {
-	return Availability(mdadmtext.Detail{Fields: map[string]string{"State": state}}.Health())
 }
 
 // TestDiscoverMatchesMdadm checks, for every real capture, that the
@@ -95,17 +69,17 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			for _, e := range a.Errors {
 				c.Errorf("array error: %s", e)
 			}
-			d := parseDetail(fc.Texts["detail.txt"])
-			state := d.fields["State"]
-			c.Check(a.Availability, qt.Equals, expectAvailability(state), qt.Commentf("mdadm State: %q", state))
+			d := mdadmtext.ParseDetail(fc.Texts["detail.txt"])
+			state := d.Fields["State"]
+			c.Check(a.Availability, qt.Equals, Availability(d.Health()), qt.Commentf("mdadm State: %q", state))
 
 			if a.Availability == Inactive {
 				// mdadm --detail of an inactive array lists members without
 				// slots; every one must be known to us.
-				for _, row := range d.rows {
-					if row.dev != "" {
-						mem, _ := a.Find(row.dev)
-						c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s", row.dev))
+				for _, row := range d.Rows {
+					if row.Dev != "" {
+						mem, _ := a.Find(row.Dev)
+						c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s", row.Dev))
 					}
 				}
 				return
@@ -116,50 +90,50 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			c.Check(a.Counts.Working, qt.Equals, atoiField(t, d, "Working Devices"))
 			c.Check(a.Counts.Failed, qt.Equals, atoiField(t, d, "Failed Devices"))
 			c.Check(a.Counts.Spare, qt.Equals, atoiField(t, d, "Spare Devices"))
-			u, _, _ := strings.Cut(d.fields["UUID"], " ")
+			u, _, _ := strings.Cut(d.Fields["UUID"], " ")
 			c.Check(strings.ReplaceAll(a.UUID, "-", ""), qt.Equals, strings.ReplaceAll(u, ":", ""))
 
-			for _, row := range d.rows {
-				if row.dev == "" { // "removed": the slot is empty
-					n, err := strconv.Atoi(row.slot)
+			for _, row := range d.Rows {
+				if row.Dev == "" { // "removed": the slot is empty
+					n, err := strconv.Atoi(row.Slot)
 					c.Assert(err, qt.IsNil)
 					c.Check(a.Slots[n].Member, qt.IsNil, qt.Commentf("slot %d", n))
 					c.Check(a.Slots[n].State, qt.Equals, SlotMissing)
 					continue
 				}
-				mem, where := a.Find(row.dev)
-				if !c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s (%s)", row.dev, row.state)) {
+				mem, where := a.Find(row.Dev)
+				if !c.Check(mem, qt.Not(qt.IsNil), qt.Commentf("member %s (%s)", row.Dev, row.State)) {
 					continue
 				}
 				switch {
-				case strings.HasPrefix(row.state, "active sync"):
-					n, err := strconv.Atoi(row.slot)
+				case strings.HasPrefix(row.State, "active sync"):
+					n, err := strconv.Atoi(row.Slot)
 					c.Assert(err, qt.IsNil)
 					c.Check(mem.Slot, qt.Equals, n)
 					c.Check(where, qt.Equals, "slot")
 					c.Check(a.Slots[n].State, qt.Equals, SlotActive)
-				case strings.HasPrefix(row.state, "spare rebuilding"):
-					n, err := strconv.Atoi(row.slot)
+				case strings.HasPrefix(row.State, "spare rebuilding"):
+					n, err := strconv.Atoi(row.Slot)
 					c.Assert(err, qt.IsNil)
 					c.Check(mem.Slot, qt.Equals, n)
 					c.Check(where == "slot" || where == "replacement", qt.IsTrue, qt.Commentf("where %s", where))
 					if where == "slot" {
 						c.Check(a.Slots[n].State, qt.Equals, SlotRebuilding)
 					}
-				case row.state == "spare":
+				case row.State == "spare":
 					c.Check(where, qt.Equals, "spare")
 					c.Check(mem.Slot, qt.Equals, -1)
-				case strings.HasPrefix(row.state, "faulty"):
-					if row.slot == "-" {
+				case strings.HasPrefix(row.State, "faulty"):
+					if row.Slot == "-" {
 						c.Check(where, qt.Equals, "faulty")
 					} else {
 						c.Check(a.Slots[mem.Slot].State, qt.Equals, SlotFaulty)
 					}
 				default:
-					c.Errorf("unhandled mdadm state %q for %s", row.state, row.dev)
+					c.Errorf("unhandled mdadm state %q for %s", row.State, row.Dev)
 				}
-				c.Check(mem.Error, qt.Equals, "", qt.Commentf("member %s", row.dev))
-				c.Check(mem.Events, qt.Not(qt.IsNil), qt.Commentf("member %s superblock", row.dev))
+				c.Check(mem.Error, qt.Equals, "", qt.Commentf("member %s", row.Dev))
+				c.Check(mem.Events, qt.Not(qt.IsNil), qt.Commentf("member %s superblock", row.Dev))
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/go-mdraid/mdraid/internal/mdadmtext"
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 	"github.com/go-mdraid/mdraid/superblock"
 )
@@ -78,16 +79,6 @@ func hashDisk(c *qt.C, path string) uint64 {
 	return h.Sum64()
 }
 
-// detailRowOf returns mdadm --detail's row for dev.
-func detailRowOf(d detail, dev string) (detailRow, bool) {
-	for _, r := range d.rows {
-		if r.dev == dev {
-			return r, true
-		}
-	}
-	return detailRow{}, false
-}
-
 func createArray(c *qt.C, dev string, args []string, disks []guest.Disk) string {
 	a := append([]string{"--create", dev, "--run", "--assume-clean"}, args...)
 	for _, d := range disks {
@@ -138,15 +129,15 @@ func TestVMReplaceProofs(t *testing.T) {
 			a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: blank.Name, Interval: 200 * time.Millisecond})
 			c.Assert(err, qt.IsNil)
 			c.Check(a.Availability, qt.Equals, Online)
-			d := parseDetail(guest.Mdadm(c, "--detail", mdDev))
+			d := mdadmtext.ParseDetail(guest.Mdadm(c, "--detail", mdDev))
 			// "active" only means writes happened within safe_mode_delay.
-			c.Check(d.fields["State"], qt.Matches, "clean|active")
+			c.Check(d.Fields["State"], qt.Matches, "clean|active")
 			c.Check(atoiField(c, d, "Raid Devices"), qt.Equals, tt.disks)
 			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, fmt.Sprint(tt.disks))
-			row, ok := detailRowOf(d, blank.Path)
+			row, ok := d.Row(blank.Path)
 			c.Assert(ok, qt.IsTrue, qt.Commentf("%s not in mdadm --detail", blank.Path))
-			c.Check(row.slot, qt.Equals, "1")
-			c.Check(row.state, qt.Matches, "active sync.*")
+			c.Check(row.Slot, qt.Equals, "1")
+			c.Check(row.State, qt.Matches, "active sync.*")
 			c.Check(guest.ReadAttr(c, md, "dev-"+blank.Name+"/slot"), qt.Equals, "1")
 			if tt.name == "v090" {
 				t.Logf("mdadm --examine %s:\n%s", blank.Path, guest.Mdadm(c, "--examine", blank.Path))
@@ -179,12 +170,12 @@ func TestVMHotReplace(t *testing.T) {
 	c.Check(a.Availability, qt.Equals, Online)
 	mem, _ := a.Find(disks[1].Name)
 	c.Check(mem, qt.IsNil, qt.Commentf("the replaced member is still bound"))
-	d := parseDetail(guest.Mdadm(c, "--detail", mdDev))
+	d := mdadmtext.ParseDetail(guest.Mdadm(c, "--detail", mdDev))
 	// "active" only means writes happened within safe_mode_delay.
-	c.Check(d.fields["State"], qt.Matches, "clean|active")
-	row, ok := detailRowOf(d, disks[2].Path)
+	c.Check(d.Fields["State"], qt.Matches, "clean|active")
+	row, ok := d.Row(disks[2].Path)
 	c.Assert(ok, qt.IsTrue)
-	c.Check(row.slot, qt.Equals, "1")
+	c.Check(row.Slot, qt.Equals, "1")
 	c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
 	c.Check(readData(c, mdDev), qt.Equals, sum)
 	guest.Mdadm(c, "--stop", mdDev)
@@ -579,8 +570,8 @@ func TestVMRun(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrArrayInactive)
 	c.Assert(m.Run(ctx, md), qt.IsNil)
 	c.Check(guest.ReadAttr(c, md, "array_state"), qt.Not(qt.Equals), "inactive")
-	d := parseDetail(guest.Mdadm(c, "--detail", "/dev/"+md))
-	c.Check(d.fields["State"], qt.Contains, "degraded")
+	d := mdadmtext.ParseDetail(guest.Mdadm(c, "--detail", "/dev/"+md))
+	c.Check(d.Fields["State"], qt.Contains, "degraded")
 	c.Check(m.Run(ctx, md), qt.ErrorIs, ErrArrayRunning)
 	guest.Mdadm(c, "--stop", "/dev/"+md)
 }

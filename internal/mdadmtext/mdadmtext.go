@@ -62,6 +62,16 @@ func ParseDetail(text string) Detail {
 	return d
 }
 
+// Row returns the table row of the device at path dev.
+func (d Detail) Row(dev string) (Row, bool) {
+	for _, r := range d.Rows {
+		if r.Dev == dev {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
 // Int returns a numeric field, or -1 when it is missing or not a number.
 func (d Detail) Int(key string) int {
 	n, err := strconv.Atoi(d.Fields[key])

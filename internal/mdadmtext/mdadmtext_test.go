@@ -26,6 +26,12 @@ func TestParseDetailOnCaptures(t *testing.T) {
 		{Slot: "-", State: "faulty", Dev: "/dev/vdb"},
 	})
 
+	row, ok := d.Row("/dev/vdb")
+	c.Check(ok, qt.IsTrue)
+	c.Check(row, qt.DeepEquals, Row{Slot: "-", State: "faulty", Dev: "/dev/vdb"})
+	_, ok = d.Row("/dev/vdz")
+	c.Check(ok, qt.IsFalse)
+
 	fc, err = fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid5-inactive"))
 	c.Assert(err, qt.IsNil)
 	d = ParseDetail(fc.Texts["detail.txt"])
