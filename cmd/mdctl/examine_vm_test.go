@@ -37,6 +37,7 @@ func TestVMExamineLiveMembers(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
+			guest.RequireLevel(t, tt.args...)
 			c := qt.New(t)
 			disks := guest.ScratchDisks(t, tt.disks)
 			dev := "/dev/md/x" + strings.ReplaceAll(tt.name, ".", "")

@@ -60,6 +60,7 @@ var statusCases = []statusCase{
 func TestVMStatusAgreesWithMdadm(t *testing.T) {
 	for _, tt := range statusCases {
 		t.Run(tt.name, func(t *testing.T) {
+			guest.RequireLevel(t, tt.args...)
 			c := qt.New(t)
 			disks := guest.ScratchDisks(t, tt.disks)
 			dev := "/dev/md/s" + strings.ReplaceAll(tt.name, ".", "")

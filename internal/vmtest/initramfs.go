@@ -25,11 +25,28 @@ var initScript []byte
 
 // Modules the guest loads, in this order after their dependencies.
 // virtio_pci may be built in; 9p is optional (without it there are no
-// shares).
+// shares). The md personalities other than raid1 are loaded when the
+// kernel has them: Debian dropped linear (and multipath) from its 6.12
+// and newer builds, so a test that needs one asks [Rig.RequireModules],
+// which skips it loudly on such a kernel.
 var (
-	requiredModules = []string{"virtio_blk", "md_mod", "linear", "raid0", "raid1", "raid10", "raid456"}
-	optionalModules = []string{"virtio_pci", "9pnet_virtio", "9p"}
+	requiredModules    = []string{"virtio_blk", "md_mod", "raid1"}
+	personalityModules = []string{"linear", "raid0", "raid10", "raid456"}
+	optionalModules    = []string{"virtio_pci", "9pnet_virtio", "9p"}
 )
+
+// missing returns the names among mods that the kernel has neither as a
+// module nor built in.
+func (ix *modIndex) missing(mods []string) []string {
+	var out []string
+	for _, name := range mods {
+		n := modName(name)
+		if _, ok := ix.byName[n]; !ok && !ix.builtin[n] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // archive is a newc cpio writer that creates parent directories on demand.
 type archive struct {
@@ -341,26 +358,27 @@ func findMdadm() (string, error) {
 // baseInitramfs builds (or finds in the cache) the part of the initramfs
 // shared by every boot: busybox, mdadm and its libraries, modules, /init.
 // The cache key covers every input's path, size and mtime.
-func baseInitramfs(k *Kernel) (string, error) {
+func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 	busybox, err := findBusybox()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	mdadm, err := findMdadm()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	libs, err := elfClosure(mdadm)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	ix, err := loadModIndex(k.Modules)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	mods, err := ix.order(requiredModules, optionalModules)
+	missing = ix.missing(personalityModules)
+	mods, err := ix.order(requiredModules, append(append([]string(nil), personalityModules...), optionalModules...))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 
 	h := sha256.New()
@@ -372,17 +390,17 @@ func baseInitramfs(k *Kernel) (string, error) {
 	for _, p := range inputs {
 		st, err := os.Stat(p)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		fmt.Fprintf(h, "%s %d %d\n", p, st.Size(), st.ModTime().UnixNano())
 	}
 	dir, err := CacheDir()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	out := filepath.Join(dir, "initramfs-"+k.Version+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".cpio")
 	if _, err := os.Stat(out); err == nil {
-		return out, nil
+		return out, missing, nil
 	}
 
 	err = writeFileAtomic(out, func(f *os.File) error {
@@ -453,7 +471,7 @@ func baseInitramfs(k *Kernel) (string, error) {
 		return padTo(f, 512)
 	})
 	if err != nil {
-		return "", fmt.Errorf("vmtest: build initramfs: %w", err)
+		return "", nil, fmt.Errorf("vmtest: build initramfs: %w", err)
 	}
 	// Drop images built from other inputs a day ago or more (not at once:
 	// another checkout may be booting one right now).
@@ -463,7 +481,7 @@ func baseInitramfs(k *Kernel) (string, error) {
 			os.Remove(o)
 		}
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // padTo pads a file with zeros to a multiple of n bytes; the kernel skips

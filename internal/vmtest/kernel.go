@@ -15,17 +15,74 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Kernel is an installed kernel the rig can boot.
+// Kernel is a kernel the rig can boot: one installed on the host, or one of
+// the matrix that scripts/vm-deps unpacks into the cache.
 type Kernel struct {
+	Label   string // the matrix label ("bookworm-6.1", "sid"), or "" for a host kernel
 	Version string // "6.1.0-57-amd64"
-	Image   string // compressed image, /boot/vmlinuz-<Version>
+	Image   string // compressed image, /boot/vmlinuz-<Version> or <root>/usr/lib/modules/<Version>/vmlinuz
 	Modules string // /lib/modules/<Version>
 }
 
-// FindKernel picks the kernel to boot: $MDRAID_VM_KERNEL if set, else the
-// running kernel if its image and modules are installed, else the newest
-// /boot/vmlinuz-* that has a modules directory. On CI the running kernel
-// is usually the host's, without modules, so the fallback matters.
+// MatrixEntry is one line of the kernel matrix file.
+type MatrixEntry struct {
+	Label, Version string
+}
+
+// Matrix returns the kernel matrix that scripts/vm-deps unpacked into the
+// cache, in its order, from the file kernels/matrix ("label version"
+// lines). It is empty, without error, before vm-deps has run.
+func Matrix() ([]MatrixEntry, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kernels", "matrix"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vmtest: kernel matrix: %w", err)
+	}
+	var out []MatrixEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			out = append(out, MatrixEntry{Label: f[0], Version: f[1]})
+		}
+	}
+	return out, nil
+}
+
+// cachedKernel returns the matrix kernel e, unpacked under
+// <cache>/kernels/<version>/root, or nil if it is not there. Debian's older
+// packages put the image in boot/, newer ones beside the modules.
+func cachedKernel(e MatrixEntry) *Kernel {
+	dir, err := CacheDir()
+	if err != nil {
+		return nil
+	}
+	root := filepath.Join(dir, "kernels", e.Version, "root")
+	mods := filepath.Join(root, "lib", "modules", e.Version)
+	if _, err := os.Stat(filepath.Join(mods, "modules.dep")); err != nil {
+		return nil
+	}
+	for _, img := range []string{
+		filepath.Join(root, "boot", "vmlinuz-"+e.Version),
+		filepath.Join(root, "usr", "lib", "modules", e.Version, "vmlinuz"),
+	} {
+		if _, err := os.Stat(img); err == nil {
+			return &Kernel{Label: e.Label, Version: e.Version, Image: img, Modules: mods}
+		}
+	}
+	return nil
+}
+
+// FindKernel picks the kernel to boot. $MDRAID_VM_KERNEL names a kernel of
+// the matrix by label or version, or a kernel installed under /boot. Unset,
+// it is the running kernel if its image and modules are installed, else the
+// first kernel of the matrix, else the newest /boot/vmlinuz-* that has a
+// modules directory. On CI the running kernel is usually the host's,
+// without modules, so the fallbacks matter.
 func FindKernel() (*Kernel, error) {
 	try := func(v string) *Kernel {
 		k := &Kernel{Version: v, Image: "/boot/vmlinuz-" + v, Modules: "/lib/modules/" + v}
@@ -37,15 +94,31 @@ func FindKernel() (*Kernel, error) {
 		}
 		return k
 	}
+	matrix, err := Matrix()
+	if err != nil {
+		return nil, err
+	}
 	if v := os.Getenv(EnvKernel); v != "" {
+		for _, e := range matrix {
+			if e.Label == v || e.Version == v {
+				if k := cachedKernel(e); k != nil {
+					return k, nil
+				}
+			}
+		}
 		if k := try(v); k != nil {
 			return k, nil
 		}
-		return nil, unavailable("%s=%s: no /boot/vmlinuz-%s with /lib/modules/%s/modules.dep", EnvKernel, v, v, v)
+		return nil, unavailable("%s=%s: not a kernel of the matrix (%s) and no /boot/vmlinuz-%s with /lib/modules/%s/modules.dep", EnvKernel, v, matrixNames(matrix), v, v)
 	}
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		if k := try(unix.ByteSliceToString(uts.Release[:])); k != nil {
+			return k, nil
+		}
+	}
+	for _, e := range matrix {
+		if k := cachedKernel(e); k != nil {
 			return k, nil
 		}
 	}
@@ -56,7 +129,18 @@ func FindKernel() (*Kernel, error) {
 			return k, nil
 		}
 	}
-	return nil, unavailable("no kernel: need /boot/vmlinuz-* and /lib/modules/*/modules.dep (apt-get install linux-image-amd64)")
+	return nil, unavailable("no kernel: scripts/vm-deps unpacks the kernel matrix into the cache")
+}
+
+func matrixNames(m []MatrixEntry) string {
+	if len(m) == 0 {
+		return "empty"
+	}
+	var s []string
+	for _, e := range m {
+		s = append(s, e.Label+"="+e.Version)
+	}
+	return strings.Join(s, ", ")
 }
 
 // Vmlinux returns the path of the uncompressed ELF kernel, extracting it

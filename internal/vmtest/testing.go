@@ -61,3 +61,22 @@ func TestDisks(t testing.TB, n int, size int64) []Disk {
 	}
 	return d
 }
+
+// SkipMissingPrefix starts the message of a test skipped because the
+// kernel lacks a module it needs; scripts/test counts these per kernel.
+const SkipMissingPrefix = "!!! SKIPPED ON THIS KERNEL:"
+
+// RequireModules skips t, loudly, when the rig's kernel lacks one of the
+// named md personality modules (for example "linear", which Debian's 6.12
+// and newer kernels do not build). Such a test never passes on that
+// kernel; scripts/test counts it in its summary.
+func (r *Rig) RequireModules(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		for _, m := range r.Missing {
+			if modName(n) == modName(m) {
+				t.Skipf("%s kernel %s has no module %s", SkipMissingPrefix, r.Kernel.Version, n)
+			}
+		}
+	}
+}

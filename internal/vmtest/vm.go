@@ -127,6 +127,9 @@ type Rig struct {
 	Base    string // base initramfs (cached)
 	QEMU    string
 	Root    string // module root, shared read-only at /src ("" to not share)
+	// Missing lists the md personality modules this kernel lacks (Debian's
+	// 6.12 and newer builds have no linear); see [Rig.RequireModules].
+	Missing []string
 }
 
 // NewRig finds QEMU and the kernel and prepares the cached kernel and base
@@ -148,12 +151,12 @@ func NewRig() (*Rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := baseInitramfs(k)
+	base, missing, err := baseInitramfs(k)
 	if err != nil {
 		return nil, err
 	}
 	root, _ := ModuleRoot()
-	return &Rig{Kernel: k, Vmlinux: vmlinux, Base: base, QEMU: qemu, Root: root}, nil
+	return &Rig{Kernel: k, Vmlinux: vmlinux, Base: base, QEMU: qemu, Root: root, Missing: missing}, nil
 }
 
 // VM is a running guest.

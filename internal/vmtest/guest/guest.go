@@ -444,3 +444,37 @@ func zeroEnds(path string, size, n int64) error {
 	}
 	return f.Sync()
 }
+
+// SkipMissingPrefix starts the message of a test skipped because the
+// kernel lacks a module it needs (vmtest.SkipMissingPrefix); scripts/test
+// counts these per kernel.
+const SkipMissingPrefix = "!!! SKIPPED ON THIS KERNEL:"
+
+// RequireLevel skips t, loudly, when the running kernel has no md
+// personality for the level that mdadm arguments ask for ("--level=linear",
+// "--level=5", ...): Debian's 6.12 and newer kernels have no linear module.
+// Such a test never passes on that kernel, and scripts/test counts it.
+func RequireLevel(t testing.TB, mdadmArgs ...string) {
+	t.Helper()
+	for _, a := range mdadmArgs {
+		lvl, ok := strings.CutPrefix(a, "--level=")
+		if !ok {
+			continue
+		}
+		pers := map[string]string{"linear": "linear", "0": "raid0", "raid0": "raid0", "1": "raid1", "raid1": "raid1",
+			"mirror": "raid1", "4": "raid4", "5": "raid5", "raid5": "raid5", "6": "raid6", "raid6": "raid6",
+			"10": "raid10", "raid10": "raid10"}[lvl]
+		if pers == "" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/mdstat")
+		if err != nil {
+			t.Fatalf("RequireLevel: %v", err)
+		}
+		first, _, _ := bytes.Cut(b, []byte("\n"))
+		if !bytes.Contains(first, []byte("["+pers+"]")) {
+			uname, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+			t.Skipf("%s kernel %s has no md personality %s (%s)", SkipMissingPrefix, bytes.TrimSpace(uname), pers, first)
+		}
+	}
+}
