@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -268,12 +269,32 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 		logDecision(w.o.Logger, d)
 		out = append(out, e)
 	}
+	// A refusal is forgotten only when something about it changed: the
+	// array is gone or no longer degraded (a heal started or a failure
+	// above replaced the memory already). A pass that happens to make no
+	// decision for the slot (a wake-up while the kernel is still unbinding
+	// the pulled member, say) is no change: the same refusal after it is
+	// not reported again.
 	for k := range w.refused {
-		if !live[k] {
+		if live[k] {
+			continue
+		}
+		uuid, _, _ := strings.Cut(k, "/")
+		if a := r.findUUID(uuid); a == nil || a.Availability != Degraded {
 			delete(w.refused, k)
 		}
 	}
 	return out
+}
+
+// findUUID returns the array with the given UUID.
+func (r *Report) findUUID(uuid string) *Array {
+	for i := range r.Arrays {
+		if r.Arrays[i].UUID == uuid {
+			return &r.Arrays[i]
+		}
+	}
+	return nil
 }
 
 // find returns the array with kernel name dev.

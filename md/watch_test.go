@@ -140,6 +140,10 @@ func TestWatchHealEvents(t *testing.T) {
 	c.Assert(w.heal(ctx, missing, rs), qt.HasLen, 0)
 	// A rebuild runs: deferred, not reported.
 	c.Assert(types(w.heal(ctx, report(mirrorRecovering(10)), rs)), qt.DeepEquals, []string{})
+	// A pass that made no decision for the slot (the deferral above was
+	// about the whole array) changed nothing about the refusal: the same
+	// refusal is not reported again.
+	c.Assert(types(w.heal(ctx, missing, rs)), qt.DeepEquals, []string{})
 	// Healthy again: the memory of refusals is dropped, so a new failure
 	// is reported again.
 	c.Assert(w.heal(ctx, report(mirrorHealthy()), rs), qt.HasLen, 0)
