@@ -28,8 +28,12 @@
 //
 // # Host side
 //
-// [Rig] finds the kernel (extracting vmlinux from /boot/vmlinuz-* once per
-// kernel into the cache), checks for qemu and builds the base initramfs.
+// [Rig] finds the kernel (a kernel of the matrix that scripts/vm-deps
+// unpacks into the cache, see [Matrix], or one under /boot; vmlinux is
+// extracted once per kernel into the cache), checks for qemu and builds
+// the base initramfs. md personality modules the kernel lacks are listed
+// in [Rig.Missing]; tests that need one call [Rig.RequireModules] (host) or
+// guest.RequireLevel (guest), which skip loudly.
 // [Rig.Boot] starts one VM and [VM.Wait] (or [Rig.Run]) waits for the
 // exit marker. A kernel panic, a missing marker, a timeout or a non-zero
 // status is an error; nothing short of the marker with status 0 passes.
@@ -50,7 +54,7 @@
 //
 //	MDRAID_VMTEST=1           enable VM tests
 //	MDRAID_VM_ACCEL=kvm       use KVM instead of TCG (default tcg)
-//	MDRAID_VM_KERNEL=<ver>    kernel version under /lib/modules to boot
+//	MDRAID_VM_KERNEL=<k>      kernel to boot: a matrix label or version, or a version under /boot
 //	MDRAID_VM_CACHE=<dir>     cache directory (default $XDG_CACHE_HOME/go-mdraid-vm)
 //	MDRAID_VM_QEMU=<path>     qemu-system-x86_64 binary
 package vmtest
