@@ -334,7 +334,7 @@ var cases = func() []genCase {
 	return cs
 }()
 
-func runGuest(out string, re *regexp.Regexp) error {
+func runGuest(out string, re *regexp.Regexp, suffix string) error {
 	if !guest.InGuest() {
 		return fmt.Errorf("-guest runs only inside the VM rig; run without -guest on the host")
 	}
@@ -343,6 +343,7 @@ func runGuest(out string, re *regexp.Regexp) error {
 		if !re.MatchString(c.name) {
 			continue
 		}
+		c.name += suffix
 		fmt.Printf("gen: === case %s\n", c.name)
 		if err := runCase(out, c); err != nil {
 			fmt.Printf("gen: FAIL %s: %v\n", c.name, err)

@@ -3,6 +3,8 @@
 //
 //	go run ./testdata/gen                 # all cases (scripts/gen-fixtures)
 //	go run ./testdata/gen -run 'raid1-'   # only matching cases
+//	MDRAID_VM_KERNEL=sid go run ./testdata/gen -run 'raid1-v1' -suffix -k7.2
+//	                                      # on another kernel of the matrix
 //
 // On the host it builds itself for the guest, boots the rig with eight
 // blank 64 MiB scratch disks and a writable 9p share, and runs itself
@@ -34,6 +36,7 @@ func main() {
 	out := flag.String("out", "", "output directory (default <module>/testdata/fixtures; /out in the guest)")
 	run := flag.String("run", "", "only cases matching this regexp")
 	list := flag.Bool("list", false, "list the cases and exit")
+	suffix := flag.String("suffix", "", "append this to each case's name (e.g. -k7.2 for captures on another kernel of the matrix)")
 	flag.Parse()
 	re, err := regexp.Compile(*run)
 	if err != nil {
@@ -46,12 +49,12 @@ func main() {
 		return
 	}
 	if *guestMode {
-		if err := runGuest(*out, re); err != nil {
+		if err := runGuest(*out, re, *suffix); err != nil {
 			fatal(err)
 		}
 		return
 	}
-	if err := runHost(*out, *run); err != nil {
+	if err := runHost(*out, *run, *suffix); err != nil {
 		fatal(err)
 	}
 }
@@ -61,7 +64,7 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-func runHost(out, run string) error {
+func runHost(out, run, suffix string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -99,7 +102,7 @@ func runHost(out, run string) error {
 	}
 	start := time.Now()
 	res, err := rig.Run(ctx, vmtest.Config{
-		Cmd:     []string{"/vmtest/bin/gen", "-guest", "-out", "/out", "-run", run},
+		Cmd:     []string{"/vmtest/bin/gen", "-guest", "-out", "/out", "-run", run, "-suffix", suffix},
 		Files:   map[string]string{"/vmtest/bin/gen": bin},
 		Disks:   disks,
 		Shares:  []vmtest.Share{{Tag: "out", HostDir: share, GuestDir: "/out"}},
