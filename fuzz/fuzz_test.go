@@ -42,7 +42,10 @@ func exampleValues() []*superblock.Superblock {
 		DevNumber:    2,
 		Events:       42,
 		ResyncOffset: 100,
-		DevRoles:     []superblock.Role{0, 1, 2, 3, superblock.RoleSpare},
+		// As Linux 6.19+ writes it, plus a word of a future field.
+		LogicalBlockSize: 512,
+		Pad3:             [28]byte{4: 1},
+		DevRoles:         []superblock.Role{0, 1, 2, 3, superblock.RoleSpare},
 	}
 	sb10 := sb1.Clone()
 	sb10.Version, sb10.SuperOffset, sb10.DataOffset = superblock.Version10, 8176, 0
@@ -108,6 +111,10 @@ func exercise(sb *superblock.Superblock, devSize int64) {
 	_ = sb.Features.String()
 	_ = sb.Level.String()
 	_ = sb.ComputedChecksum()
+	for _, f := range sb.UnknownFields() {
+		_ = f.String()
+	}
+	_ = sb.CheckKnown()
 }
 
 func FuzzDecode(f *testing.F) {

@@ -127,6 +127,7 @@ func (sb *Superblock) decode1(b []byte) error {
 		Events:           le.Uint64(b[off1Events:]),
 		ResyncOffset:     le.Uint64(b[off1ResyncOffset:]),
 		Checksum:         le.Uint32(b[off1SBCsum:]),
+		LogicalBlockSize: le.Uint32(b[off1LogicalBlock:]),
 		DevRoles:         roles,
 	}
 	copy(sb.SetUUID[:], b[off1SetUUID:])

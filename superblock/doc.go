@@ -37,11 +37,17 @@
 // the value.
 //
 // Everything else the kernel refuses when it loads a member (unknown
-// feature bits, non-zero padding, data_size < 10, an oversized bad-block
-// log, conflicting features, data beyond the device, a 0.90 minor version
-// other than 90/91, raid_disks outside 1..27, ...) is left to Validate,
-// which returns all findings at once. mdadm --examine shows such
-// superblocks; whether to accept them is the caller's decision.
+// feature bits, data_size < 10, an oversized bad-block log, conflicting
+// features, data beyond the device, a 0.90 minor version other than
+// 90/91, raid_disks outside 1..27, ...) is left to Validate, which returns
+// all findings at once. mdadm --examine shows such superblocks; whether to
+// accept them is the caller's decision.
+//
+// Non-zero 1.x padding is neither a decoding error nor a Validate finding:
+// it is most likely a field added by a newer kernel, as logical_block_size
+// (Linux 6.19) took the first four bytes of pad3. UnknownFields lists such
+// words and CheckKnown turns them into errors, for callers that must not
+// copy what they do not understand.
 //
 // For 0.90 checksums, Decode follows the kernel and compares 16-bit folds;
 // ChecksumValid compares the full 32-bit value as mdadm does.
@@ -50,8 +56,8 @@
 //
 // Every error matches one sentinel (ErrNoSuperblock, ErrTruncated,
 // ErrChecksum, ErrUnsupportedVersion, ErrUnknownFeature, ErrInvalid,
-// ErrOutOfRange, ErrWrongLocation, ErrDeviceTooSmall, ErrNoBitmap,
-// ErrNoPPL) with errors.Is, and carries details in a *FormatError or
+// ErrUnknownField, ErrOutOfRange, ErrWrongLocation, ErrDeviceTooSmall,
+// ErrNoBitmap, ErrNoPPL) with errors.Is, and carries details in a *FormatError or
 // *ChecksumError for errors.As. I/O errors from the io.ReaderAt are
 // wrapped and can be matched too.
 //

@@ -140,6 +140,7 @@ func (sb *Superblock) encode1(out []byte) {
 	le.PutUint64(out[off1Events:], sb.Events)
 	le.PutUint64(out[off1ResyncOffset:], sb.ResyncOffset)
 	le.PutUint32(out[off1MaxDev:], uint32(len(sb.DevRoles)))
+	le.PutUint32(out[off1LogicalBlock:], sb.LogicalBlockSize)
 	copy(out[off1Pad3:], sb.Pad3[:])
 	n := Size1 + 2*len(sb.DevRoles)
 	rb, roles := out[off1DevRoles:n], sb.DevRoles

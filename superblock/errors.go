@@ -33,8 +33,14 @@ var (
 	ErrUnknownFeature = errors.New("superblock: unknown feature bits")
 
 	// ErrInvalid means a field holds a value the kernel refuses
-	// (non-zero padding, data_size < 10, conflicting features, ...).
+	// (data_size < 10, conflicting features, ...).
 	ErrInvalid = errors.New("superblock: invalid field")
+
+	// ErrUnknownField means 1.x padding holds non-zero bytes: most
+	// likely a field of a kernel newer than this package (see
+	// UnknownFields). Such a superblock decodes and validates; only
+	// CheckKnown returns this error.
+	ErrUnknownField = errors.New("superblock: field unknown to this package (written by a newer kernel?)")
 
 	// ErrOutOfRange means a size, count or offset is absurd or points
 	// beyond the device (max_dev > 1920, bad-block log larger than a

@@ -58,7 +58,8 @@ const (
 	off1ResyncOffset   = 208
 	off1SBCsum         = 216
 	off1MaxDev         = 220
-	off1Pad3           = 224
+	off1LogicalBlock   = 224 // Linux 6.19+; before that the start of pad3
+	off1Pad3           = 228 // the 28 bytes of pad3 left since Linux 6.19
 	off1DevRoles       = 256
 )
 

@@ -31,7 +31,8 @@ type mdpSuperblock1 struct {
 	BBLogOffset                           uint32
 	UTime, Events, ResyncOffset           uint64
 	SBCsum, MaxDev                        uint32
-	Pad3                                  [32]byte
+	LogicalBlockSize                      uint32 // Linux 6.19+
+	Pad3                                  [28]byte
 }
 
 // TestLayout1 pins every 1.x offset to the md_p.h values recorded in
@@ -79,13 +80,16 @@ func TestLayout1(t *testing.T) {
 		{"resync_offset", off1ResyncOffset, 208, unsafe.Offsetof(m.ResyncOffset)},
 		{"sb_csum", off1SBCsum, 216, unsafe.Offsetof(m.SBCsum)},
 		{"max_dev", off1MaxDev, 220, unsafe.Offsetof(m.MaxDev)},
-		{"pad3", off1Pad3, 224, unsafe.Offsetof(m.Pad3)},
+		{"logical_block_size", off1LogicalBlock, 224, unsafe.Offsetof(m.LogicalBlockSize)},
+		{"pad3", off1Pad3, 228, unsafe.Offsetof(m.Pad3)},
 	}
 	for _, tt := range tests {
 		c.Check(tt.got, qt.Equals, tt.want, qt.Commentf("%s", tt.name))
 		c.Check(int(tt.mirror), qt.Equals, tt.want, qt.Commentf("%s (mirror)", tt.name))
 	}
 	c.Check(int(unsafe.Sizeof(m)), qt.Equals, 256)
+	c.Check(off1Pad3+len(m.Pad3), qt.Equals, off1DevRoles)
+	c.Check(len(Superblock{}.Pad3), qt.Equals, len(m.Pad3))
 	c.Check(Size1, qt.Equals, 256)
 	c.Check(off1DevRoles, qt.Equals, 256)
 	c.Check(MaxDev1, qt.Equals, 1920)

@@ -59,6 +59,19 @@ func validateErr(devSize int64) func([]byte) error {
 	}
 }
 
+// checkKnownErr decodes b, checks that Validate accepts it, and returns
+// CheckKnown's error.
+func checkKnownErr(b []byte) error {
+	sb, err := Decode(b)
+	if err != nil {
+		return errors.New("unexpected decode error: " + err.Error())
+	}
+	if err := sb.Validate(devSize); err != nil {
+		return errors.New("unexpected validate error: " + err.Error())
+	}
+	return sb.CheckKnown()
+}
+
 // device places sb at byte offset at of a zeroed device of size bytes.
 func device(size int, at int64, build func() []byte) func() []byte {
 	return func() []byte {
@@ -127,8 +140,19 @@ func TestMalformed(t *testing.T) {
 
 		// Kernel rules, reported by Validate.
 		{"unknown feature", enc1(Version12, func(sb *Superblock) { sb.Features |= 1 << 13 }), validateErr(devSize), ErrUnknownFeature, "format"},
-		{"pad0 non-zero", enc1(Version12, func(sb *Superblock) { sb.Pad0 = 1 }), validateErr(devSize), ErrInvalid, "format"},
-		{"pad3 non-zero", enc1(Version12, func(sb *Superblock) { sb.Pad3[31] = 1 }), validateErr(devSize), ErrInvalid, "format"},
+		{"logical_block_size not a power of two", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 1000 }), validateErr(devSize), ErrInvalid, "format"},
+		{"logical_block_size below 512", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 256 }), validateErr(devSize), ErrInvalid, "format"},
+		{"logical_block_size above 64 KiB", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 128 << 10 }), validateErr(devSize), ErrInvalid, "format"},
+
+		// Padding of a newer kernel: not damage (Validate passes, see
+		// TestUnknownFields), but CheckKnown names it.
+		{"pad0 non-zero", enc1(Version12, func(sb *Superblock) { sb.Pad0 = 1 }), checkKnownErr, ErrUnknownField, "format"},
+		{"pad3 last byte non-zero", enc1(Version12, func(sb *Superblock) { sb.Pad3[27] = 1 }), checkKnownErr, ErrUnknownField, "format"},
+		{"pad3 first byte after logical_block_size", poke(enc1(Version12, nil), func(b []byte) []byte {
+			b[off1Pad3] = 7
+			le16.PutUint32(b[off1SBCsum:], csum1(b[:Size1+2*5]))
+			return b
+		}), checkKnownErr, ErrUnknownField, "format"},
 		{"data_size below 10", enc1(Version12, func(sb *Superblock) { sb.DataSize = 9 }), validateErr(devSize), ErrInvalid, "format"},
 		{"bblog too large", enc1(Version12, func(sb *Superblock) { sb.Features |= FeatureBadBlocks; sb.BBLogSize = 9 }), validateErr(devSize), ErrOutOfRange, "format"},
 		{"bblog at offset 0", enc1(Version12, func(sb *Superblock) { sb.Features |= FeatureBadBlocks; sb.BBLogOffset = 0 }), validateErr(devSize), ErrInvalid, "format"},

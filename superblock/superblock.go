@@ -41,7 +41,8 @@ type Superblock struct {
 
 	// Features is the 1.x feature_map.
 	Features FeatureMap
-	// Pad0 is the 1.x pad0 word; the kernel refuses a non-zero value.
+	// Pad0 is the 1.x pad0 word. The kernel refuses a non-zero value, so
+	// one means a field this package does not know: see UnknownFields.
 	Pad0 uint32
 
 	// SetUUID is the array UUID. For 1.x the 16 bytes as stored. For
@@ -108,8 +109,17 @@ type Superblock struct {
 	ResyncOffset uint64
 	// Checksum is the stored sb_csum.
 	Checksum uint32
-	// Pad3 is the 1.x pad3; the kernel refuses non-zero bytes.
-	Pad3 [32]byte
+	// LogicalBlockSize is the 1.x logical_block_size (bytes 224..227,
+	// formerly the start of pad3): the array's logical block size in
+	// bytes, written by Linux 6.19 and later (commit 62ed1b582246), or 0
+	// when not recorded. Kernels before 6.19 refuse to import a
+	// superblock where it is non-zero. See Validate for the values
+	// accepted.
+	LogicalBlockSize uint32
+	// Pad3 is what is left of the 1.x pad3 since Linux 6.19 (bytes
+	// 228..255). Kernels refuse non-zero bytes, so one means a field
+	// this package does not know: see UnknownFields.
+	Pad3 [28]byte
 	// DevRoles is the 1.x dev_roles table, indexed by dev_number; its
 	// length is max_dev.
 	DevRoles []Role

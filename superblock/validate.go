@@ -22,14 +22,28 @@ func joinErrs(errs []error) error {
 // that need it. The result is nil or an errors.Join of *FormatError values;
 // use errors.Is with the sentinels or errors.As to inspect them.
 //
-// 1.x: unknown feature bits (ErrUnknownFeature); non-zero pad0 or pad3;
-// data_size < 10; for 1.1/1.2 data (and new data) starting inside the
+// 1.x: unknown feature bits (ErrUnknownFeature); a logical_block_size
+// other than 0 or a power of two from 512 to 65536 (ErrInvalid); data_size
+// < 10; for 1.1/1.2 data (and new data) starting inside the
 // superblock; bad-block log with FeatureBadBlocks larger than 8 sectors
 // (ErrOutOfRange) or at offset 0; FeatureRAID0Layout on a level other than
 // 0; PPL together with a bitmap, a journal or multiple PPLs; data_size
 // larger than the room on the device (1.0: before the superblock); and,
 // with devSize, the superblock, bitmap, bad-block log or PPL lying beyond
 // the device (ErrOutOfRange).
+//
+// Non-zero padding (pad0, and pad3 after logical_block_size) is not
+// reported: every kernel refuses it, but it means a field of a newer
+// kernel, not damage. UnknownFields and CheckKnown report it.
+//
+// logical_block_size: the kernel (Linux 6.19+) imports any value, then
+// refuses to run the array unless the block layer accepts it as a logical
+// block size (blk_validate_block_size: a power of two, at least 512, at
+// most 64 KiB or the page size on older kernels) and md's own limit, the
+// page size (mddev_stack_rdev_limits). 0 means not recorded. Validate
+// accepts 0 and every power of two from 512 to 65536, the largest page
+// size Linux has; a value above the page size of the machine that runs
+// the array is still refused there.
 //
 // 0.90: minor version other than 90 or 91 (ErrUnsupportedVersion);
 // raid_disks not in 1..27 and this_disk.number above 26 (ErrOutOfRange);
@@ -67,6 +81,18 @@ func (sb *Superblock) validate090(devSize int64) error {
 	return joinErrs(errs)
 }
 
+// MaxLogicalBlockSize is the largest 1.x logical_block_size Validate
+// accepts: 64 KiB, the largest page size Linux runs with and the block
+// layer's limit.
+const MaxLogicalBlockSize = 64 << 10
+
+// ValidLogicalBlockSize reports whether lbs is a logical block size the
+// kernel can run an array with: a power of two from 512 to
+// MaxLogicalBlockSize (see Validate).
+func ValidLogicalBlockSize(lbs uint32) bool {
+	return lbs >= 512 && lbs <= MaxLogicalBlockSize && lbs&(lbs-1) == 0
+}
+
 func (sb *Superblock) validate1(devSize int64) error {
 	var errs []error
 	add := func(off int64, field string, v any, err error) {
@@ -76,14 +102,8 @@ func (sb *Superblock) validate1(devSize int64) error {
 	if u := f.Unknown(); u != 0 {
 		add(off1FeatureMap, "feature_map", fmt.Sprintf("%#x", uint32(f)), fmt.Errorf("%w %#x", ErrUnknownFeature, uint32(u)))
 	}
-	if sb.Pad0 != 0 {
-		add(off1Pad0, "pad0", sb.Pad0, ErrInvalid)
-	}
-	for i, c := range sb.Pad3 {
-		if c != 0 {
-			add(off1Pad3+int64(i), "pad3", c, ErrInvalid)
-			break
-		}
+	if lbs := sb.LogicalBlockSize; lbs != 0 && !ValidLogicalBlockSize(lbs) {
+		add(off1LogicalBlock, "logical_block_size", lbs, fmt.Errorf("%w: not a power of two from 512 to 65536", ErrInvalid))
 	}
 	if sb.DataSize < 10 {
 		add(off1DataSize, "data_size", sb.DataSize, ErrInvalid)
