@@ -20,6 +20,7 @@ type jsonReport struct {
 	Error      string          `json:"error,omitempty"`
 	Problems   []string        `json:"problems,omitempty"`
 	Warnings   []string        `json:"warnings,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
 	Candidates []jsonCandidate `json:"candidates"`
 	Superblock *jsonSuperblock `json:"superblock,omitempty"`
 	Bitmap     *jsonBitmap     `json:"bitmap,omitempty"`
@@ -109,6 +110,8 @@ type jsonV1 struct {
 	DataOffsetSectors     uint64           `json:"data_offset_sectors"`
 	AvailDevSizeSectors   uint64           `json:"avail_dev_size_sectors"`
 	SuperOffsetSectors    uint64           `json:"super_offset_sectors"`
+	LogicalBlockSizeBytes uint32           `json:"logical_block_size_bytes"`
+	UnknownFields         []jsonUnknown    `json:"unknown_fields,omitempty"`
 	NewOffsetSectors      *int32           `json:"new_offset_sectors,omitempty"`
 	RecoveryOffsetSectors *uint64          `json:"recovery_offset_sectors,omitempty"`
 	ResyncOffsetSectors   uint64           `json:"resync_offset_sectors"`
@@ -121,6 +124,12 @@ type jsonV1 struct {
 	ArrayState            string           `json:"array_state"`
 	ArrayStateConsistent  bool             `json:"array_state_consistent"`
 	DevRoles              []string         `json:"dev_roles"`
+}
+
+type jsonUnknown struct {
+	Name        string `json:"name"`
+	OffsetBytes int64  `json:"offset_bytes"`
+	Value       uint32 `json:"value"`
 }
 
 type jsonDisk struct {
@@ -238,11 +247,8 @@ func toJSON(rep *examine.Report) jsonReport {
 	for _, p := range rep.Problems {
 		j.Problems = append(j.Problems, p.Error())
 	}
-	for _, e := range []error{rep.BitmapErr, rep.BadBlocksErr, rep.PPLErr} {
-		if e != nil {
-			j.Warnings = append(j.Warnings, e.Error())
-		}
-	}
+	j.Warnings = warnings(rep)
+	j.Notes = notes(rep)
 	if rep.Probe != nil {
 		for i, c := range rep.Probe.Candidates {
 			j.Candidates = append(j.Candidates, jsonCandidate{
@@ -326,24 +332,28 @@ func toJSON(rep *examine.Report) jsonReport {
 		f := sb.Features
 		state, consistent := sb.ArrayState()
 		v := &jsonV1{
-			FeatureMap:           uint32(f),
-			Features:             nonNil(f.Names()),
-			SetName:              sb.FullName(),
-			DeviceUUID:           sb.DeviceUUID.String(),
-			DevNumber:            sb.DevNumber,
-			MaxDev:               sb.MaxDev(),
-			DataOffsetSectors:    sb.DataOffset,
-			AvailDevSizeSectors:  sb.DataSize,
-			SuperOffsetSectors:   sb.SuperOffset,
-			ResyncOffsetSectors:  sb.ResyncOffset,
-			DevFlags:             nonNil(strings.Fields(sb.DevFlags.String())),
-			CntCorrectedRead:     sb.CntCorrectedRead,
-			ArrayState:           state,
-			ArrayStateConsistent: consistent,
-			DevRoles:             make([]string, 0, len(sb.DevRoles)),
+			FeatureMap:            uint32(f),
+			Features:              nonNil(f.Names()),
+			SetName:               sb.FullName(),
+			DeviceUUID:            sb.DeviceUUID.String(),
+			DevNumber:             sb.DevNumber,
+			MaxDev:                sb.MaxDev(),
+			DataOffsetSectors:     sb.DataOffset,
+			AvailDevSizeSectors:   sb.DataSize,
+			SuperOffsetSectors:    sb.SuperOffset,
+			LogicalBlockSizeBytes: sb.LogicalBlockSize,
+			ResyncOffsetSectors:   sb.ResyncOffset,
+			DevFlags:              nonNil(strings.Fields(sb.DevFlags.String())),
+			CntCorrectedRead:      sb.CntCorrectedRead,
+			ArrayState:            state,
+			ArrayStateConsistent:  consistent,
+			DevRoles:              make([]string, 0, len(sb.DevRoles)),
 		}
 		for _, r := range sb.DevRoles {
 			v.DevRoles = append(v.DevRoles, r.String())
+		}
+		for _, u := range rep.Unknown {
+			v.UnknownFields = append(v.UnknownFields, jsonUnknown{Name: u.Name, OffsetBytes: u.Offset, Value: u.Value})
 		}
 		if f&superblock.FeatureNewOffset != 0 {
 			n := sb.NewOffset

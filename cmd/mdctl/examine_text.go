@@ -112,6 +112,10 @@ func text1(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 		p.line("New Offset", "%d sectors", sb.DataOffset+uint64(int64(sb.NewOffset)))
 	}
 	p.line("Super Offset", "%d sectors", sb.SuperOffset)
+	// Not in mdadm 4.2, which does not know the field (Linux 6.19+).
+	if sb.LogicalBlockSize != 0 {
+		p.line("Logical Block", "%d bytes", sb.LogicalBlockSize)
+	}
 	if f&superblock.FeatureRecoveryOffset != 0 {
 		p.line("Recovery Offset", "%d sectors", sb.RecoveryOffset)
 	}
@@ -312,10 +316,11 @@ func writeDiagnostics(w io.Writer, rep *examine.Report) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "mdctl: %s: the kernel would refuse this superblock: %v\n", rep.Device, p)
 	}
-	for _, e := range []error{rep.BitmapErr, rep.BadBlocksErr, rep.PPLErr} {
-		if e != nil {
-			fmt.Fprintf(w, "mdctl: %s: warning: %v\n", rep.Device, e)
-		}
+	for _, e := range warnings(rep) {
+		fmt.Fprintf(w, "mdctl: %s: warning: %s\n", rep.Device, e)
+	}
+	for _, n := range notes(rep) {
+		fmt.Fprintf(w, "mdctl: %s: note: %s\n", rep.Device, n)
 	}
 	if rep.Candidate != nil {
 		for _, c := range rep.Stale() {
@@ -326,4 +331,33 @@ func writeDiagnostics(w io.Writer, rep *examine.Report) {
 			fmt.Fprintf(w, "mdctl: %s: note: another %v superblock at byte %d (%s)\n", rep.Device, c.Version, c.Offset, msg)
 		}
 	}
+}
+
+// warnings returns what examine warns about: structures the superblock
+// points to that could not be read, and fields of a newer kernel.
+func warnings(rep *examine.Report) []string {
+	var out []string
+	for _, e := range []error{rep.BitmapErr, rep.BadBlocksErr, rep.PPLErr} {
+		if e != nil {
+			out = append(out, e.Error())
+		}
+	}
+	if len(rep.Unknown) > 0 {
+		words := make([]string, len(rep.Unknown))
+		for i, f := range rep.Unknown {
+			words[i] = f.String()
+		}
+		out = append(out, "written by a kernel newer than mdctl: padding holds a field mdctl does not know ("+
+			strings.Join(words, ", ")+"); kernels that do not know it refuse to import this superblock, and mdctl will not copy it to a new member")
+	}
+	return out
+}
+
+// notes returns what examine points out about a healthy superblock.
+func notes(rep *examine.Report) []string {
+	sb := rep.Superblock()
+	if sb == nil || !sb.Version.Is1x() || sb.LogicalBlockSize == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("logical_block_size is recorded (%d bytes, written by Linux 6.19 or later): kernels before 6.19 refuse to import this superblock (\"does not have a valid v1.2 superblock, not importing!\")", sb.LogicalBlockSize)}
 }

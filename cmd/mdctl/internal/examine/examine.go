@@ -18,7 +18,7 @@ type Status int
 // Statuses, in increasing severity. The values are the exit codes of
 // `mdctl examine`.
 const (
-	OK           Status = 0 // a valid superblock
+	OK           Status = 0 // a valid superblock, possibly with fields of a newer kernel (Report.Unknown)
 	Damaged      Status = 1 // a superblock with a bad checksum, a wrong location, or values the kernel refuses
 	NoSuperblock Status = 2 // no md superblock at any location
 	Unreadable   Status = 3 // the device could not be opened or read
@@ -53,6 +53,10 @@ type Report struct {
 	// Problems are the kernel checks the superblock fails
 	// (superblock.Validate), one error each.
 	Problems []error
+	// Unknown is the 1.x padding that holds non-zero words
+	// (superblock.UnknownFields): fields of a kernel newer than this
+	// program. They do not change Status.
+	Unknown []superblock.UnknownField
 	// Bitmap, BadBlocks and PPL are read when the superblock announces
 	// them; their errors are kept apart and do not change Status.
 	Bitmap       *superblock.Bitmap
@@ -131,6 +135,7 @@ func Inspect(r io.ReaderAt, size int64, name string) *Report {
 	if rep.Candidate.Err != nil {
 		rep.Status, rep.Err = Damaged, rep.Candidate.Err
 	}
+	rep.Unknown = sb.UnknownFields()
 	if verr := sb.Validate(size); verr != nil {
 		rep.Problems = unjoin(verr)
 		if rep.Status == OK {
