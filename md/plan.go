@@ -659,6 +659,10 @@ func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version, removing 
 	return 0, fmt.Errorf("md: no free descriptor number below %d", limit)
 }
 
+// checkNewSuperblock fails when the superblock built for the candidate
+// would not be valid for a reason other than its size.
+const checkNewSuperblock = "new superblock"
+
 // planSuperblock builds the new member's superblock and the writes.
 func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) {
 	p := pl.p
@@ -672,6 +676,18 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	if p.Resume == ResumeAdded {
 		pl.pass(checkSource, "not needed: the candidate is already a member")
 		pl.pass(checkSize, "accepted by the kernel when it was added")
+		return
+	}
+	if err := src.sb.CheckKnown(); err != nil {
+		// A field of a newer kernel may be per device or may need
+		// updating; copying it blindly could give the new member a
+		// superblock the kernel misreads.
+		var names []string
+		for _, u := range src.sb.UnknownFields() {
+			names = append(names, u.String())
+		}
+		pl.fail(checkSource, err, "the superblock of %s holds fields this program does not know, written by a newer kernel (%s); it will not copy them to a new member", src.Device, strings.Join(names, ", "))
+		pl.skip(checkSize, "no superblock to size against")
 		return
 	}
 	if src.sb.HasBitmap() && f.bitmap == nil {
@@ -717,21 +733,29 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	if err == nil && sb.Version == superblock.Version090 && uint64(sb.DiskOffset/512) < component {
 		err = fmt.Errorf("%w: %d sectors before the superblock, the array uses %d", ErrCandidateTooSmall, sb.DiskOffset/512, component)
 	}
-	if err == nil {
-		if verr := sb.Validate(c.SizeBytes); verr != nil {
-			err = fmt.Errorf("%w: the new superblock would not load: %w", ErrCandidateTooSmall, verr)
+	if errors.Is(err, ErrCandidateTooSmall) {
+		reason := strings.TrimPrefix(err.Error(), ErrCandidateTooSmall.Error()+": ")
+		if need := minDeviceBytes(src.sb, component); c.SizeBytes < need {
+			pl.fail(checkSize, err, "%s has %d bytes, the array needs at least %d (%s)", c.Path, c.SizeBytes, need, reason)
+		} else {
+			pl.fail(checkSize, err, "%s has %d bytes: %s", c.Path, c.SizeBytes, reason)
 		}
-	}
-	var regions []region
-	if err == nil {
-		regions, err = memberWrites(sb, f.bitmap)
+		return
 	}
 	if err != nil {
-		need := minDeviceBytes(src.sb, component)
-		pl.fail(checkSize, ErrCandidateTooSmall, "%s has %d bytes, the array needs at least %d: %v", c.Path, c.SizeBytes, need, errors.Unwrap(err))
+		pl.fail(checkNewSuperblock, err, "cannot build a superblock for %s from the one of %s: %v", c.Path, src.Device, err)
 		return
 	}
 	pl.pass(checkSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, dataStart(sb), dataRoom(sb), component)
+	if verr := sb.Validate(c.SizeBytes); verr != nil {
+		pl.fail(checkNewSuperblock, verr, "the superblock built for %s from the one of %s would not load: %v", c.Path, src.Device, verr)
+		return
+	}
+	regions, err := memberWrites(sb, f.bitmap)
+	if err != nil {
+		pl.fail(checkNewSuperblock, err, "cannot encode the superblock built for %s: %v", c.Path, err)
+		return
+	}
 	p.Superblock = sb
 	p.DevNumber = n
 	p.devUUID = devUUID
@@ -780,7 +804,8 @@ func minDeviceBytes(src *superblock.Superblock, component uint64) int64 {
 // dev_roles if needed) whose role is spare, events 0, device UUID devUUID,
 // no device flags, the bad-block, replacement and recovery features
 // cleared, and the data and superblock offsets computed for this device.
-// For 0.90, this_disk (and disks[n]) is descriptor n with state 0. The
+// Everything else is kept, logical_block_size (Linux 6.19+) among it: the
+// array's logical block size is the same on every member. For 0.90, this_disk (and disks[n]) is descriptor n with state 0. The
 // kernel adds such a device as a spare (md-format §5, pitfalls 11-12).
 func newMemberSuperblock(src *superblock.Superblock, devSize int64, n uint32, devUUID uuid.UUID, dev sysfs.DevNum) (*superblock.Superblock, error) {
 	sb := src.Clone()
