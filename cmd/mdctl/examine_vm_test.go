@@ -3,7 +3,6 @@
 package main
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 
@@ -11,10 +10,6 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 )
-
-// lbsLine is examine's logical_block_size line, which mdadm does not
-// print.
-var lbsLine = regexp.MustCompile(`(?m)^  Logical Block : (\d+) bytes\n`)
 
 // TestVMExamineLiveMembers creates arrays of each kind on the real kernel
 // and compares `mdctl examine` of every live member with what

@@ -42,6 +42,9 @@ type Image struct {
 	// Examine is mdadm --examine's output for the device, when captured
 	// (fixtures only).
 	Examine string
+	// Kernel is the kernel release that made the array (fixtures only,
+	// e.g. "7.2.13+deb14-amd64").
+	Kernel string
 	// Blkid holds the ID_FS_* values blkid reports (util-linux images
 	// only), keyed without the ID_FS_ prefix: UUID, UUID_SUB, LABEL,
 	// VERSION, ...
@@ -190,6 +193,7 @@ func fixtureImages(tb testing.TB) []Image {
 				ReaderAt: im,
 				Size:     im.Size(),
 				Examine:  m.Examine,
+				Kernel:   c.Info.Kernel,
 			})
 		}
 	}
