@@ -80,12 +80,10 @@ func Open(cfg *Config) (*Manager, error) {
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot}
 	m.ops = ops{k: sysKernel{fs: fsys, devRoot: c.DevRoot}, runDir: c.RunDir, mountInfo: c.MountInfo}
+	// Member superblocks and bitmaps are read with O_DIRECT: see
+	// openMember.
 	m.open = func(name string) (device, error) {
-		f, err := os.Open(filepath.Join(m.devRoot, filepath.FromSlash(name)))
-		if err != nil {
-			return nil, err
-		}
-		return osDevice{f}, nil
+		return openMember(filepath.Join(m.devRoot, filepath.FromSlash(name)))
 	}
 	return m, nil
 }
