@@ -120,6 +120,9 @@ type snapshot struct {
 	speed     sysfs.Optional[uint64]
 	members   []memberSnap
 	errs      []string
+	// kernelNums is what GET_DISK_INFO said; nil when not asked (status)
+	// or when the ioctl failed (see devnumbers.go).
+	kernelNums *kernelNumbers
 }
 
 type memberSnap struct {

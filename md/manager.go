@@ -79,7 +79,8 @@ func Open(cfg *Config) (*Manager, error) {
 		c.MountInfo = "/proc/self/mountinfo"
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot}
-	m.ops = ops{k: sysKernel{fs: fsys, devRoot: c.DevRoot}, runDir: c.RunDir, mountInfo: c.MountInfo}
+	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
+	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see
 	// openMember.
 	m.open = func(name string) (device, error) {

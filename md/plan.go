@@ -608,7 +608,9 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 	return !used[n]
 }
 
-// usedDevNumbers returns the descriptor numbers of the bound members.
+// usedDevNumbers returns the descriptor numbers of the bound members:
+// those in their superblocks, those the kernel holds, and for 0.90 those
+// the kernel may renumber inactive members to (see devnumbers.go).
 // When a bound member's superblock cannot be read its number is unknown,
 // and known is false: the kernel would refuse a number it holds (EBUSY),
 // but only after the new superblock was written.
@@ -621,11 +623,23 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 func usedDevNumbers(s *snapshot, removing string) (used map[uint32]bool, known bool) {
 	used, known = map[uint32]bool{}, true
 	src := cloneSource(s)
+	if s.kernelNums != nil {
+		for n := range s.kernelNums.held {
+			used[n] = true
+		}
+	}
+	if src != nil && src.sb.Version == superblock.Version090 {
+		for _, n := range renumbered090(s) {
+			used[n] = true
+		}
+	}
 	for _, ms := range s.members {
 		switch {
 		case ms.DevNumber != nil:
 			used[*ms.DevNumber] = true
 		case ms.Device == removing:
+		case s.kernelNums != nil:
+			// The kernel named every member's number.
 		case ms.state.Has(sysfs.FlagFaulty) && src != nil && src.sb.Version.Is1x():
 			for i, r := range src.sb.DevRoles {
 				if r == superblock.RoleFaulty {
@@ -650,6 +664,9 @@ func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version, removing 
 	limit := uint32(superblock.MaxDev1)
 	if v == superblock.Version090 {
 		limit = superblock.Disks090
+	}
+	if s.kernelNums != nil {
+		limit = min(limit, s.kernelNums.upTo) // only those were asked
 	}
 	for n := uint32(raidDisks); n < limit; n++ {
 		if !used[n] {

@@ -22,6 +22,10 @@ type ops struct {
 	// verifyTimeout bounds how long a replace waits for the rebuild to
 	// start after unfreezing; 0 means defaultVerifyTimeout.
 	verifyTimeout time.Duration
+	// diskNumbers asks the kernel which descriptor numbers below upTo the
+	// members of an array hold (GET_DISK_INFO); nil means it cannot be
+	// asked (tests on fixture trees).
+	diskNumbers func(array string, upTo int) (map[uint32]sysfs.DevNum, error)
 }
 
 // Errors of the primitives.

@@ -90,7 +90,16 @@ func (m *Manager) Replace(ctx context.Context, req ReplaceRequest) (*ReplaceResu
 // Discover uses, and the clone source's bitmap.
 func (m *Manager) arrayFacts(name, member string) arrayFacts {
 	f := arrayFacts{s: m.read(name), member: m.memberName(member)}
-	if src := cloneSource(f.s); src != nil && src.sb.HasBitmap() {
+	src := cloneSource(f.s)
+	if src != nil && m.ops.diskNumbers != nil {
+		// Which descriptor numbers the kernel holds (devnumbers.go). When
+		// it cannot be asked, the superblocks and the 0.90 rule decide.
+		upTo := numbersToAsk(f.s, src.sb.Version)
+		if held, err := m.ops.diskNumbers(name, upTo); err == nil {
+			f.s.kernelNums = &kernelNumbers{held: held, upTo: uint32(upTo)}
+		}
+	}
+	if src != nil && src.sb.HasBitmap() {
 		dev, err := m.open(src.Device)
 		if err == nil {
 			f.bitmap, err = superblock.ReadBitmap(dev, src.sb)
