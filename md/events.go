@@ -64,6 +64,15 @@ const (
 	// HealFailed: heal tried to fill a slot and the kernel or the disk
 	// refused (Event.Reason).
 	HealFailed EventType = "HealFailed"
+	// HealDeferred: heal waits before filling a slot (Event.Reason): a
+	// sync runs or is pending, recovery is frozen (the reason says by
+	// whom and what undoes it), a spare is there to rebuild onto, or
+	// another slot of the array is healed first. It is reported once per
+	// slot and reason.
+	HealDeferred EventType = "HealDeferred"
+	// Unfrozen: heal unfroze recovery that an interrupted replace had
+	// left frozen (Event.Reason says what it did).
+	Unfrozen EventType = "Unfrozen"
 )
 
 // rebuildSteps are the Rebuild events by step of 20%.
@@ -88,7 +97,8 @@ var rebuildSteps = map[int]EventType{20: Rebuild20, 40: Rebuild40, 60: Rebuild60
 //	                 RebuildStarted (where it started)
 //	  "spares":      spares present, for SparesMissing
 //	  "expected":    spares expected, for SparesMissing
-//	  "reason":      why, for HealRefused and HealFailed
+//	  "reason":      why, for HealRefused, HealFailed, HealDeferred
+//	                 and Unfrozen
 //	}
 //
 // Fields that do not apply are left out. New fields may be added; the

@@ -133,7 +133,9 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 		defer unlockDisk()
 	}
 
-	q, err := planReplace(m.arrayFacts(p.Array, p.req.Member), m.candidateFacts(p.req.With, p.req.AllowImageFile), p.req, p.devUUID)
+	f := m.arrayFacts(p.Array, p.req.Member)
+	f.freeze = m.staleFreeze(key, true) // we hold the lock: any record is stale
+	q, err := planReplace(f, m.candidateFacts(p.req.With, p.req.AllowImageFile), p.req, p.devUUID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPlanChanged, err)
 	}
@@ -141,7 +143,14 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 		return nil, fmt.Errorf("%w: %s", ErrPlanChanged, d)
 	}
 
-	x := &execution{m: m, p: q}
+	x := &execution{m: m, p: q, key: key}
+	if q.adopted != nil {
+		// The freeze an interrupted run left is ours now.
+		x.froze, x.written = true, q.adopted.Written && q.adopted.CandDev == q.Candidate.DevNum
+		if err := x.recordFreeze(); err != nil {
+			return nil, err
+		}
+	}
 	var timings []StepTiming
 	for _, st := range q.Steps {
 		t0 := time.Now()
@@ -195,6 +204,11 @@ type execution struct {
 	done   []StepKind
 	froze  bool
 	action sysfs.SyncAction
+	// key names the array's lock and freeze record; written says the
+	// superblock write on the candidate has started (in this run or in
+	// the interrupted one whose freeze it adopted).
+	key     string
+	written bool
 }
 
 // Retry policy for HOT_REMOVE_DISK's EBUSY (mdadm: 5 tries, 10 ms apart).
@@ -226,12 +240,25 @@ func (x *execution) step(k StepKind) error {
 		if act != sysfs.ActionIdle && act != sysfs.ActionRecover {
 			return fmt.Errorf("%w: sync_action is %q", ErrArrayBusy, act)
 		}
+		// Recorded first, so that a death right after the freeze still
+		// leaves a record (freeze.go).
+		if err := x.recordFreeze(); err != nil {
+			return err
+		}
 		if err := kern.SetSyncAction(p.Array, sysfs.ActionFrozen); err != nil {
+			removeFreeze(x.m.ops.runDir, x.key)
 			return err
 		}
 		x.froze = true
 		return nil
 	case StepWriteSuperblock:
+		if x.froze && !x.written {
+			x.written = true
+			if err := x.recordFreeze(); err != nil {
+				return err
+			}
+		}
+		x.written = true
 		return kern.WriteDevice(p.Candidate.Path, p.candDev, p.lbs, p.regions)
 	case StepAdd:
 		return kern.AddNewDisk(p.Array, p.candDev)
@@ -244,6 +271,7 @@ func (x *execution) step(k StepKind) error {
 			return err
 		}
 		x.froze = false
+		removeFreeze(x.m.ops.runDir, x.key) // a record left over is harmless: the array is not frozen
 		return nil
 	case StepVerify:
 		return x.verify()
@@ -359,6 +387,8 @@ func (x *execution) failed(k StepKind, err error) error {
 		if uerr := x.m.ops.k.SetSyncAction(p.Array, sysfs.ActionIdle); uerr != nil {
 			return fmt.Sprintf(" Recovery is still frozen (unfreezing failed: %v): write idle to sync_action.", uerr)
 		}
+		x.froze = false
+		removeFreeze(x.m.ops.runDir, x.key)
 		return " Recovery was unfrozen."
 	}
 	wrote := false

@@ -37,6 +37,9 @@ const (
 	OutcomeSkipped Outcome = "skipped"
 	// OutcomeFailed: the add was attempted and failed.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeUnfrozen: heal unfroze recovery that an interrupted replace
+	// had left frozen; the array is then decided as usual.
+	OutcomeUnfrozen Outcome = "unfrozen"
 )
 
 // Decision is heal's verdict on one slot (or, with Slot -1, on a whole
@@ -163,8 +166,16 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var thawed []Decision
+	if !cfg.dryRun {
+		thawed = m.thawAll(r, log)
+	}
 	ds := decideHeal(r, rs, m.ports(log), m.devRoot)
+	ds = append(thawed, ds...)
 	for i := range ds {
+		if ds[i].Outcome == OutcomeUnfrozen {
+			continue // logged by thawAll
+		}
 		d := &ds[i]
 		if d.Outcome == "" {
 			m.fill(ctx, cfg.filler, d, cfg.dryRun)
@@ -297,6 +308,10 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 				ErrRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
 			continue
 		}
+		if k := a.Activity.Kind; k == Frozen && a.Freeze != nil {
+			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is frozen: %s", ErrHealDeferred, a.Freeze.Hint))
+			continue
+		}
 		if k := a.Activity.Kind; k != Idle && k != "" {
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is %s", ErrHealDeferred, k))
 			continue
@@ -364,4 +379,31 @@ func (f replaceFiller) planFill(ctx context.Context, req ReplaceRequest) (*Plan,
 func (f replaceFiller) executeFill(ctx context.Context, p *Plan) error {
 	_, err := f.m.ExecuteReplace(ctx, p)
 	return err
+}
+
+// thawAll undoes, before heal decides, every freeze that an interrupted
+// replace left (thawStale), and reads those arrays again into r. It
+// returns one OutcomeUnfrozen decision per array unfrozen, and a failed
+// one when unfreezing failed.
+func (m *Manager) thawAll(r *Report, log *slog.Logger) []Decision {
+	var out []Decision
+	for i := range r.Arrays {
+		a := &r.Arrays[i]
+		if a.Freeze == nil || !a.Freeze.Stale || a.UUID == "" {
+			continue
+		}
+		did, err := m.thawStale(a.Device, a.UUID)
+		if err == nil && did == "" {
+			continue
+		}
+		d := Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: OutcomeUnfrozen, Reason: did}
+		if err != nil {
+			d.Outcome, d.Err = OutcomeFailed, err
+			d.Reason = strings.TrimPrefix(did+"; ", "; ") + err.Error()
+		}
+		logDecision(log, d)
+		out = append(out, d)
+		*a = m.status(m.fs.WithCache(), a.Device)
+	}
+	return out
 }

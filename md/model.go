@@ -61,6 +61,9 @@ type Array struct {
 	Availability Availability `json:"availability"`
 	Redundancy   Redundancy   `json:"redundancy"`
 	Activity     Activity     `json:"activity"`
+	// Freeze is set while recovery is frozen: who froze it, as far as
+	// mdctl knows, and what undoes it (see freeze.go).
+	Freeze *Freeze `json:"freeze,omitempty"`
 	// Degraded is the kernel's count of slots without an in-sync member
 	// (the sysfs "degraded" attribute where it exists, else counted).
 	Degraded int `json:"degraded"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -194,6 +195,9 @@ type Plan struct {
 	candDev    sysfs.DevNum
 	freeze     bool
 	actionSeen sysfs.SyncAction
+	// adopted is the record of a freeze an interrupted replace left: the
+	// plan keeps the array frozen and unfreezes it at the end.
+	adopted *freezeRecord
 }
 
 // Candidate is what was learnt about the disk offered as the new member.
@@ -241,6 +245,9 @@ type arrayFacts struct {
 	bitmapErr error
 	// member is ReplaceRequest.Member resolved to a kernel name.
 	member string
+	// freeze is the record of a freeze whose replace is no longer
+	// running (freeze.go), or nil.
+	freeze *freezeRecord
 }
 
 // cloneSource picks the member whose superblock a new member is cloned
@@ -346,8 +353,15 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 
 	// One change at a time.
-	busy := ""
+	busy, advice := "", "; wait for it to finish"
 	switch {
+	case s.action == sysfs.ActionFrozen && f.freeze != nil && f.freeze.Written && f.freeze.CandDev != c.DevNum &&
+		p.Resume == ResumeNone && !oursOnDisk(f, c):
+		busy = fmt.Sprintf("recovery is frozen by an interrupted replace (process %d, %s) that wrote a spare superblock on %s; run that replace again with %s to finish it",
+			f.freeze.PID, f.freeze.Time.Format(time.RFC3339), f.freeze.Candidate, f.freeze.Candidate)
+		advice = ""
+	case s.action == sysfs.ActionFrozen && f.freeze != nil:
+		p.adopted = f.freeze
 	case s.action == sysfs.ActionFrozen && p.Resume == ResumeNone && !oursOnDisk(f, c):
 		busy = "recovery is frozen by someone else (sync_action frozen)"
 	case s.action != "" && s.action != sysfs.ActionIdle && s.action != sysfs.ActionFrozen:
@@ -369,7 +383,9 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		}
 	}
 	if busy != "" {
-		pl.fail(checkIdle, ErrArrayBusy, "%s; wait for it to finish", busy)
+		pl.fail(checkIdle, ErrArrayBusy, "%s%s", busy, advice)
+	} else if p.adopted != nil {
+		pl.pass(checkIdle, "recovery was left frozen by an interrupted replace (process %d, %s); this replace keeps it frozen and unfreezes it", p.adopted.PID, p.adopted.Time.Format(time.RFC3339))
 	} else {
 		pl.pass(checkIdle, "sync_action %q, no rebuild or replacement running", s.action)
 	}

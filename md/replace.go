@@ -72,6 +72,7 @@ func (m *Manager) planReplace(ctx context.Context, req ReplaceRequest, devUUID u
 		return nil, err
 	}
 	f := m.arrayFacts(name, req.Member)
+	f.freeze = m.staleFreeze(snapshotUUID(f.s), false)
 	c := m.candidateFacts(req.With, req.AllowImageFile)
 	return planReplace(f, c, req, devUUID)
 }

@@ -9,7 +9,9 @@ import (
 )
 
 func (m *Manager) status(fsys sysfs.FS, name string) Array {
-	return build(m.readFS(fsys, name), m.devRoot)
+	a := build(m.readFS(fsys, name), m.devRoot)
+	m.describeFreeze(&a)
+	return a
 }
 
 // build turns a snapshot into the reported model. All health decisions

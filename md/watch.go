@@ -216,8 +216,10 @@ func (w *watcher) record(ctx context.Context, r *Report, rs *Records) []Event {
 
 // heal runs a heal pass over the degraded arrays of r and turns its
 // decisions into events: HealStarted for a disk added, HealFailed for an
-// attempt that failed, HealRefused once per slot and reason. Deferrals
-// (ErrHealDeferred: a rebuild runs) are not reported.
+// attempt that failed, HealRefused and HealDeferred (ErrHealDeferred:
+// recovery is frozen, a sync is pending, ...) once per slot and reason,
+// and Unfrozen when heal undid a freeze an interrupted replace left. A
+// deferral because a sync runs is not reported: the Rebuild events are.
 func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 	var decisions []Decision
 	if rs == nil {
@@ -245,18 +247,23 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 		case OutcomeHealed:
 			e.Type = HealStarted
 			delete(w.refused, key)
-		case OutcomeRefused:
-			if errors.Is(d.Err, ErrHealDeferred) {
-				// Busy (a rebuild runs, often the one heal
-				// started): not a refusal, the next pass decides.
+		case OutcomeUnfrozen:
+			e.Type = Unfrozen
+		case OutcomeRefused, OutcomeFailed:
+			// Retried on every pass, but reported once per slot and
+			// reason. A deferral (busy: a rebuild runs, often the one
+			// heal started, or recovery is frozen) is not a refusal;
+			// the next pass decides.
+			switch {
+			case d.Outcome == OutcomeFailed:
+				e.Type = HealFailed
+			case errors.Is(d.Err, ErrHealDeferred) && a.Activity.Kind != Idle && a.Activity.Kind != Frozen && a.Activity.Kind != "":
+				// A sync runs (often the rebuild heal started): the
+				// Rebuild events already say so.
 				continue
-			}
-			fallthrough
-		case OutcomeFailed:
-			// Both are retried on every pass, but reported once per
-			// slot and reason.
-			e.Type = HealFailed
-			if d.Outcome == OutcomeRefused {
+			case errors.Is(d.Err, ErrHealDeferred):
+				e.Type = HealDeferred
+			default:
 				e.Type = HealRefused
 			}
 			if w.refused[key] == string(e.Type)+": "+d.Reason {

@@ -118,7 +118,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // TestWatchHealEvents checks how heal decisions become events: refusals
-// once per slot and reason, deferrals never.
+// once per slot and reason, deferrals once per reason unless a sync
+// runs.
 func TestWatchHealEvents(t *testing.T) {
 	c := qt.New(t)
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
@@ -144,6 +145,14 @@ func TestWatchHealEvents(t *testing.T) {
 	// about the whole array) changed nothing about the refusal: the same
 	// refusal is not reported again.
 	c.Assert(types(w.heal(ctx, missing, rs)), qt.DeepEquals, []string{})
+	// Frozen by someone: deferred and reported once, with the reason.
+	frozen := report(mirrorMissing())
+	frozen.Arrays[0].Activity = Activity{Kind: Frozen}
+	frozen.Arrays[0].Freeze = &Freeze{Hint: "recovery is frozen, not by an mdctl replace"}
+	got := types(w.heal(ctx, frozen, rs))
+	c.Assert(got, qt.HasLen, 1)
+	c.Assert(got[0], qt.Matches, "HealDeferred: md: heal deferred: sync_action is frozen: recovery is frozen, not by an mdctl replace")
+	c.Assert(w.heal(ctx, frozen, rs), qt.HasLen, 0)
 	// Healthy again: the memory of refusals is dropped, so a new failure
 	// is reported again.
 	c.Assert(w.heal(ctx, report(mirrorHealthy()), rs), qt.HasLen, 0)

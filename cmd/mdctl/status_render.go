@@ -131,6 +131,9 @@ func renderArray(w io.Writer, a *md.Array) {
 	case act.Kind != md.Idle:
 		fmt.Fprintf(w, "  activity: %s\n", act.Kind)
 	}
+	if a.Freeze != nil {
+		fmt.Fprintf(w, "  hint: %s\n", a.Freeze.Hint)
+	}
 	var table strings.Builder
 	tw = tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SLOT\tSTATE\tDEVICE\tBY-PATH\tFLAGS\tEVENTS")
