@@ -37,7 +37,11 @@ type ExecError struct {
 	Done  []StepKind
 	// State says what the failure left behind and what to do next.
 	State string
-	Err   error
+	// NothingChanged is set when the replace failed before changing
+	// anything that stays changed: nothing was written to any disk,
+	// no member was removed or added, and recovery is not left frozen.
+	NothingChanged bool
+	Err            error
 }
 
 // Error names the failed step, its cause and the state left behind.
@@ -255,7 +259,7 @@ func (x *execution) step(k StepKind) error {
 		if x.froze && !x.written {
 			x.written = true
 			if err := x.recordFreeze(); err != nil {
-				return err
+				return &notWrittenError{err}
 			}
 		}
 		x.written = true
@@ -391,32 +395,59 @@ func (x *execution) failed(k StepKind, err error) error {
 		removeFreeze(x.m.ops.runDir, x.key)
 		return " Recovery was unfrozen."
 	}
-	wrote := false
+	wrote, removed := false, ""
 	for _, d := range x.done {
 		wrote = wrote || d == StepWriteSuperblock
+		if d == StepRemove {
+			removed = fmt.Sprintf(" %s was removed from %s.", p.Remove.Device, p.Array)
+		}
+	}
+	// The disk is named by its device number too: the path may name
+	// another disk by the time someone reads this.
+	disk, check := dev, ""
+	if p.candDev != (sysfs.DevNum{}) {
+		disk = fmt.Sprintf("%s (device %s)", dev, p.candDev)
+		check = fmt.Sprintf(" check that it is still device %s and", p.candDev)
 	}
 	switch k {
 	case StepRemove:
 		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.", p.Remove.Device, p.Array)
+		e.NothingChanged = true
 	case StepFreeze:
 		e.State = "nothing was written."
-		if p.Remove != nil {
-			e.State = fmt.Sprintf("nothing was written, but %s was removed from %s.", p.Remove.Device, p.Array)
+		e.NothingChanged = removed == ""
+		if removed != "" {
+			e.State = "nothing was written, but" + strings.TrimSuffix(removed, ".") + "."
 		}
 	case StepWriteSuperblock:
-		if wrote { // the fault hook ran after a complete write
-			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but is not a member. Run the same replace again to resume.%s", dev, p.Array, p.DevNumber, unfreeze())
-		} else {
-			e.State = fmt.Sprintf("the superblock write on %s failed and may be partial; %s is not a member. Wipe its superblock (mdadm --zero-superblock %s) before trying again.%s", dev, dev, dev, unfreeze())
+		switch {
+		case wrote: // the fault hook ran after a complete write
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but is not a member.%s Run the same replace again to resume.%s", disk, p.Array, p.DevNumber, removed, unfreeze())
+		case nothingWritten(err):
+			// Opened exclusively by someone else, or the path now names
+			// another device: we wrote nothing there, so there is
+			// nothing of ours to wipe.
+			e.State = fmt.Sprintf("nothing was written to %s.%s%s", dev, or(removed, " Nothing else was changed."), unfreeze())
+			e.NothingChanged = removed == "" && !x.froze
+		default:
+			e.State = fmt.Sprintf("the superblock write on %s failed and may be partial; it is not a member of %s.%s Before using that disk again,%s wipe the md superblock this replace wrote.%s", disk, p.Array, removed, check, unfreeze())
 		}
 	case StepAdd:
-		e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added. Run the same replace again to resume, or wipe it (mdadm --zero-superblock %s).%s", dev, p.Array, p.DevNumber, dev, unfreeze())
+		e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added.%s Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, removed, check, unfreeze())
 	case StepWantReplacement, StepSetSlot:
-		e.State = fmt.Sprintf("%s is a spare of %s without a slot. Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Candidate.Device, p.Array, p.Slot, p.Candidate.Device)
+		e.State = fmt.Sprintf("%s is a spare of %s without a slot.%s Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again (or mdctl heal) to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Candidate.Device, p.Array, removed, p.Slot, p.Candidate.Device)
 	case StepUnfreeze:
-		e.State = fmt.Sprintf("%s holds slot %d but recovery is still frozen: write idle to /sys/block/%s/md/sync_action.", p.Candidate.Device, p.Slot, p.Array)
+		e.State = fmt.Sprintf("%s holds slot %d but recovery is still frozen: write idle to /sys/block/%s/md/sync_action.%s", p.Candidate.Device, p.Slot, p.Array, removed)
 	case StepVerify:
 		e.State = "every step ran, but the array does not look as planned; check mdctl status."
 	}
 	return e
+}
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -136,29 +136,33 @@ func (k sysKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions
 	}
 	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
-		return err
+		return &notWrittenError{err} // EBUSY: someone holds it exclusively
 	}
 	defer f.Close()
 	if dev != (sysfs.DevNum{}) {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			return &os.PathError{Op: "fstat", Path: path, Err: err}
+			return &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
 		}
 		got := sysfs.DevNum{Major: unix.Major(uint64(st.Rdev)), Minor: unix.Minor(uint64(st.Rdev))}
 		if st.Mode&unix.S_IFMT != unix.S_IFBLK || got != dev {
-			return fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, dev)
+			return &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, dev)}
 		}
 	}
 	if lbs <= 0 {
 		lbs = 512
 	}
 	aligned := make([]region, 0, len(regions))
-	for _, r := range regions {
+	for i, r := range regions {
 		start := r.Off &^ (lbs - 1)
 		end := (r.Off + int64(len(r.Data)) + lbs - 1) &^ (lbs - 1)
 		buf := make([]byte, end-start)
 		if err := readFull(f, buf, start); err != nil {
-			return fmt.Errorf("reading around %s: %w", r.What, err)
+			err = fmt.Errorf("reading around %s: %w", r.What, err)
+			if i == 0 {
+				return &notWrittenError{err}
+			}
+			return err
 		}
 		copy(buf[r.Off-start:], r.Data)
 		if _, err := f.WriteAt(buf, start); err != nil {
@@ -170,6 +174,20 @@ func (k sysKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}
 	return readBack(path, f, aligned)
+}
+
+// notWrittenError is a WriteDevice failure before anything was written
+// to the device: the open (EBUSY from O_EXCL), a path that now names
+// another device, or the first read. It unwraps to the cause.
+type notWrittenError struct{ err error }
+
+func (e *notWrittenError) Error() string { return e.err.Error() }
+func (e *notWrittenError) Unwrap() error { return e.err }
+
+// nothingWritten reports whether err says WriteDevice wrote nothing.
+func nothingWritten(err error) bool {
+	var nw *notWrittenError
+	return errors.As(err, &nw)
 }
 
 // readBack compares the regions with what the device returns, read with

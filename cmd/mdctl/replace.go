@@ -93,10 +93,16 @@ func hasFlag(args []string, flag string) bool {
 func replaceError(err error) error {
 	var ee *md.ExecError
 	switch {
+	case errors.As(err, &ee):
+		// Its message says exactly what was changed; the cause may
+		// itself be ErrPlanChanged (the path now names another disk)
+		// after the remove step ran.
+		if ee.NothingChanged {
+			return &exitError{code: exitRefused, msg: err.Error()}
+		}
+		return &exitError{code: exitPartial, msg: err.Error()}
 	case errors.Is(err, md.ErrRefused), errors.Is(err, md.ErrLocked), errors.Is(err, md.ErrPlanChanged):
 		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was written)"}
-	case errors.As(err, &ee):
-		return &exitError{code: exitPartial, msg: err.Error()}
 	}
 	return &exitError{code: exitFailure, msg: err.Error()}
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 // materialize rebuilds a capture and returns the global flags for it.
@@ -73,4 +77,27 @@ func TestReplaceCLIRefusals(t *testing.T) {
 			c.Check(stderr, qt.Contains, tt.errOut)
 		})
 	}
+}
+
+// TestReplaceErrorExitCodes (issue 10 item 8): an execution error exits
+// 2 only when nothing stays changed, whatever its cause (ErrPlanChanged
+// after the remove step ran is exit 3), and the message is the library's,
+// without a "(nothing was written)" it cannot know.
+func TestReplaceErrorExitCodes(t *testing.T) {
+	c := qt.New(t)
+	changed := &md.ExecError{Array: "md0", Step: md.StepWriteSuperblock, Done: []md.StepKind{md.StepRemove, md.StepFreeze},
+		State: "nothing was written to /dev/vdz. vdb was removed from md0. Recovery was unfrozen.", Err: fmt.Errorf("%w: moved", md.ErrPlanChanged)}
+	var xe *exitError
+	c.Assert(errors.As(replaceError(changed), &xe), qt.IsTrue)
+	c.Check(xe.code, qt.Equals, exitPartial)
+	c.Check(xe.msg, qt.Not(qt.Contains), "(nothing was written)")
+
+	nothing := &md.ExecError{Array: "md0", Step: md.StepWriteSuperblock, Done: []md.StepKind{md.StepFreeze},
+		State: "nothing was written to /dev/vdz. Nothing else was changed. Recovery was unfrozen.", NothingChanged: true, Err: unix.EBUSY}
+	c.Assert(errors.As(replaceError(nothing), &xe), qt.IsTrue)
+	c.Check(xe.code, qt.Equals, exitRefused)
+	c.Check(xe.msg, qt.Not(qt.Contains), "(nothing was written)")
+
+	c.Assert(errors.As(replaceError(fmt.Errorf("%w: slot", md.ErrPlanChanged)), &xe), qt.IsTrue)
+	c.Check(xe.code, qt.Equals, exitRefused)
 }
