@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
@@ -207,12 +208,59 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	members, err := a.Members()
 	s.note("members", err)
 	for _, mem := range members {
-		s.members = append(s.members, m.readMember(fsys, mem, s.metadata))
+		s.members = append(s.members, m.readMember(fsys, mem))
+	}
+	if s.metadata.Kind == sysfs.MetadataNative {
+		m.readSuperblocks(s)
 	}
 	return s
 }
 
-func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, mv sysfs.MetadataVersion) (ms memberSnap) {
+// readSuperblocks reads the superblocks of all members at once, each
+// with the read deadline (readGate): a member whose disk does not answer
+// is reported as such (ErrNoAnswer in its Error) and delays the report by
+// the deadline at most, however many members stall.
+func (m *Manager) readSuperblocks(s *snapshot) {
+	type result struct {
+		sb  *superblock.Superblock
+		err error
+	}
+	res := make([]result, len(s.members))
+	var wg sync.WaitGroup
+	for i := range s.members {
+		wg.Add(1)
+		go func(i int, kname string) {
+			defer wg.Done()
+			sb, err := m.readSuperblock(kname, s.metadata)
+			res[i] = result{sb, err}
+		}(i, s.members[i].Device)
+	}
+	wg.Wait()
+	for i := range s.members {
+		ms, r := &s.members[i], res[i]
+		if r.err != nil {
+			ms.Error = strings.TrimPrefix(ms.Error+"; superblock: "+r.err.Error(), "; ")
+		}
+		if r.sb == nil {
+			continue
+		}
+		sb := r.sb
+		ms.sb = sb
+		ms.DeviceUUID = sb.DeviceUUID.String()
+		if sb.Version == superblock.Version090 {
+			ms.DeviceUUID = ""
+		}
+		n, ev := sb.DevNumber, sb.Events
+		if sb.Version == superblock.Version090 {
+			n = sb.ThisDisk.Number
+		}
+		ms.DevNumber, ms.Events = &n, &ev
+	}
+}
+
+// readMember reads what sysfs says about one member; readSuperblocks
+// adds its superblock.
+func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
 	var errs []string
 	note := func(what string, err error) {
@@ -278,33 +326,26 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, mv sysfs.MetadataV
 		}
 	}
 
-	if mv.Kind == sysfs.MetadataNative {
-		sb, err := m.readSuperblock(kname, mv)
-		note("superblock", err)
-		if sb != nil {
-			ms.sb = sb
-			ms.DeviceUUID = sb.DeviceUUID.String()
-			if sb.Version == superblock.Version090 {
-				ms.DeviceUUID = ""
-			}
-			n, ev := sb.DevNumber, sb.Events
-			if sb.Version == superblock.Version090 {
-				n = sb.ThisDisk.Number
-			}
-			ms.DevNumber, ms.Events = &n, &ev
-		}
-	}
 	return ms
 }
 
 // readSuperblock reads the superblock of the version the kernel reports
-// from the member's device node. A superblock with a bad checksum is
+// from the member's device node, waiting at most the read deadline (the
+// error then matches ErrNoAnswer). A superblock with a bad checksum is
 // returned together with the error.
 func (m *Manager) readSuperblock(kname string, mv sysfs.MetadataVersion) (*superblock.Superblock, error) {
 	v, err := superblock.ParseVersion(fmt.Sprintf("%d.%d", mv.Major, mv.Minor))
 	if err != nil {
 		return nil, err
 	}
+	val, err := m.reads.do(path.Join(m.devRoot, kname)+" superblock "+v.String(), func() (any, error) {
+		return m.readSuperblockNow(kname, v)
+	})
+	sb, _ := val.(*superblock.Superblock)
+	return sb, err
+}
+
+func (m *Manager) readSuperblockNow(kname string, v superblock.Version) (*superblock.Superblock, error) {
 	dev, err := m.open(kname)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -25,6 +26,11 @@ type Config struct {
 	// MountInfo is the mount table read to refuse mounted disks; default
 	// /proc/self/mountinfo.
 	MountInfo string
+	// ReadTimeout bounds each read of a member's superblock or bitmap;
+	// default DefaultReadTimeout. A member that does not answer in time
+	// is reported with an error matching ErrNoAnswer, and the rest of the
+	// report is filled in.
+	ReadTimeout time.Duration
 }
 
 // Manager discovers md arrays and reports and changes their state. It
@@ -34,6 +40,9 @@ type Manager struct {
 	devRoot string
 	open    func(name string) (device, error)
 	ops     ops // what changes the system: see primitives.go
+	// reads runs member reads with a deadline; it remembers only the
+	// reads still running (see readGate).
+	reads *readGate
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -78,7 +87,7 @@ func Open(cfg *Config) (*Manager, error) {
 	if c.MountInfo == "" {
 		c.MountInfo = "/proc/self/mountinfo"
 	}
-	m := &Manager{fs: fsys, devRoot: c.DevRoot}
+	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout)}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see

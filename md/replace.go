@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -101,11 +102,15 @@ func (m *Manager) arrayFacts(name, member string) arrayFacts {
 		}
 	}
 	if src != nil && src.sb.HasBitmap() {
-		dev, err := m.open(src.Device)
-		if err == nil {
-			f.bitmap, err = superblock.ReadBitmap(dev, src.sb)
-			dev.Close()
-		}
+		val, err := m.reads.do(path.Join(m.devRoot, src.Device)+" bitmap", func() (any, error) {
+			dev, err := m.open(src.Device)
+			if err != nil {
+				return nil, err
+			}
+			defer dev.Close()
+			return superblock.ReadBitmap(dev, src.sb)
+		})
+		f.bitmap, _ = val.(*superblock.Bitmap)
 		f.bitmapErr = err
 	}
 	return f
