@@ -22,7 +22,7 @@ func (d stalledDevice) ReadAt(p []byte, off int64) (int, error) {
 	<-d.release
 	return 0, io.ErrUnexpectedEOF
 }
-func (d stalledDevice) Close() error          { return nil }
+func (d stalledDevice) Close() error         { return nil }
 func (d stalledDevice) Size() (int64, error) { return 64 << 20, nil }
 
 // TestDiscoverStalledMember (issue 15 item 9): one member whose reads
