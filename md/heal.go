@@ -77,6 +77,13 @@ var (
 	// differ from its record (it was reshaped or re-created); heal never
 	// grows or changes an array. Record it again once healthy.
 	ErrRecordMismatch = errors.New("md: array does not match its slot record")
+	// ErrRecordHost: the array now names another homehost than its
+	// record: it lives on another host now, or was re-created there.
+	ErrRecordHost = errors.New("md: array belongs to another host than its slot record")
+	// ErrPortClaimed: the slot's recorded port is claimed by another
+	// slot record too (of this array or another), so the disk found
+	// there may belong to either; heal fills neither from it.
+	ErrPortClaimed = errors.New("md: port claimed by two slot records")
 	// ErrNoRecordedPort: the slot's member had no by-path identity.
 	ErrNoRecordedPort = errors.New("md: no port recorded for the slot")
 	// ErrPortEmpty: no disk is in the recorded port (yet).
@@ -115,7 +122,9 @@ type HealOptions struct {
 // and if the planner accepts it (blank by CheckBlank, not in use, large
 // enough), the replace executor adds it. Heal never grows an array, never
 // touches a disk that is not blank, never uses a disk in another port, and
-// never acts on an array without a record. One slot per array is healed
+// never acts on an array without a record. A record whose array now names
+// another homehost (ErrRecordHost), and a port that two slot records
+// claim (ErrPortClaimed), are refused with the reason. One slot per array is healed
 // per pass; the next waits until the recovery ends.
 //
 // Every decision is returned and logged. Heal fails, acting on nothing,
@@ -279,6 +288,7 @@ func refuseAll(r *Report, only string, err error) []Decision {
 // decision is final. At most one slot per array is offered.
 func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot string) []Decision {
 	var out []Decision
+	claims := portClaims(rs)
 	for i := range r.Arrays {
 		a := &r.Arrays[i]
 		if !present(a) {
@@ -308,6 +318,11 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 				ErrRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
 			continue
 		}
+		if rec.Homehost != a.Homehost {
+			whole(OutcomeRefused, fmt.Errorf("%w: the array's homehost is %q, its record says %q; record it again on this host once healthy",
+				ErrRecordHost, a.Homehost, rec.Homehost))
+			continue
+		}
 		if k := a.Activity.Kind; k == Frozen && a.Freeze != nil {
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is frozen: %s", ErrHealDeferred, a.Freeze.Hint))
 			continue
@@ -332,9 +347,12 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			sr := rec.Slots[s.Slot]
 			d := Decision{Array: a.Device, UUID: a.UUID, Slot: s.Slot, ByPath: sr.ByPath, Outcome: OutcomeRefused}
 			devs := ports[sr.ByPath]
+			others := claims[sr.ByPath]
 			switch {
 			case sr.ByPath == "":
 				d.Err = fmt.Errorf("%w: slot %d's member %s had no by-path identity", ErrNoRecordedPort, s.Slot, sr.Device)
+			case len(others) > 1:
+				d.Err = fmt.Errorf("%w: %s is recorded for %s", ErrPortClaimed, sr.ByPath, strings.Join(others, " and "))
 			case len(devs) == 0:
 				d.Err = fmt.Errorf("%w: nothing in %s", ErrPortEmpty, sr.ByPath)
 			case len(devs) > 1:
@@ -404,6 +422,23 @@ func (m *Manager) thawAll(r *Report, log *slog.Logger) []Decision {
 		logDecision(log, d)
 		out = append(out, d)
 		*a = m.status(m.fs.WithCache(), a.Device)
+	}
+	return out
+}
+
+// portClaims maps every recorded port to the slot records that claim it
+// ("array UUID slot N"), over all records.
+func portClaims(rs *Records) map[string][]string {
+	out := map[string][]string{}
+	if rs == nil {
+		return out
+	}
+	for _, rec := range rs.Arrays {
+		for _, sr := range rec.Slots {
+			if sr.ByPath != "" {
+				out[sr.ByPath] = append(out[sr.ByPath], fmt.Sprintf("array %s slot %d", rec.UUID, sr.Slot))
+			}
+		}
 	}
 	return out
 }

@@ -216,7 +216,7 @@ func TestHealPass(t *testing.T) {
 			// disk in port 00:11.0 in slot 1.
 			healthy := healthyArray(2)
 			healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
-			healthy.Metadata, healthy.Name = a.Metadata, a.Name
+			healthy.Metadata, healthy.Name, healthy.Homehost = a.Metadata, a.Name, a.Homehost
 			rs := recordsOf(t, healthy)
 
 			var logs strings.Builder

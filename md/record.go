@@ -29,6 +29,12 @@ type Record struct {
 	UUID string `json:"uuid"`
 	// Name is the array name from the superblock ("boot"); informational.
 	Name string `json:"name,omitempty"`
+	// Homehost is the host the array belonged to when recorded (the
+	// homehost of the 1.x set name, "talos" in "talos:boot"; empty for
+	// 0.90 and for names without one). Heal refuses to act on the record
+	// once the array names another homehost: it was moved to, or taken
+	// over from, another machine.
+	Homehost string `json:"homehost,omitempty"`
 	// Metadata is the metadata version ("1.0", "1.2", "0.90").
 	Metadata string `json:"metadata"`
 	// Level is the RAID level as the kernel names it ("raid1").
@@ -118,6 +124,7 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 	r := Record{
 		UUID:           a.UUID,
 		Name:           a.Name,
+		Homehost:       a.Homehost,
 		Metadata:       a.Metadata,
 		Level:          a.Level,
 		RaidDisks:      a.RaidDisks,
@@ -156,7 +163,7 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 // SameSlots reports whether r and o record the same array with the same
 // disks in the same ports, ignoring the LastHealthy times.
 func (r Record) SameSlots(o Record) bool {
-	if r.UUID != o.UUID || r.Name != o.Name || r.Metadata != o.Metadata || r.Level != o.Level ||
+	if r.UUID != o.UUID || r.Name != o.Name || r.Homehost != o.Homehost || r.Metadata != o.Metadata || r.Level != o.Level ||
 		r.RaidDisks != o.RaidDisks || r.ComponentBytes != o.ComponentBytes || len(r.Slots) != len(o.Slots) {
 		return false
 	}
