@@ -17,7 +17,8 @@ import (
 // raid_disks upwards, and a faulty member's own superblock is no longer
 // written. So after a member of a 2-disk 0.90 array fails, the faulty
 // member holds number 2 in the kernel while its superblock still says 1
-// (Linux super_90_sync, unchanged from 2.6 to 7.x).
+// (Linux super_90_sync; the EBUSY it causes was reproduced on 6.1 and
+// 7.2, issue 10 item 3).
 //
 // The planner therefore takes the union of three sources: the numbers in
 // the bound members' superblocks, the numbers GET_DISK_INFO reports as
