@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/ioctl"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -217,12 +217,5 @@ func readBack(path string, f *os.File, regions []region) error {
 }
 
 // alignedBuf returns n bytes whose start is aligned to align, as O_DIRECT
-// needs.
-func alignedBuf(n, align int) []byte {
-	b := make([]byte, n+align)
-	off := 0
-	if rem := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align)); rem != 0 {
-		off = align - rem
-	}
-	return b[off : off+n : off+n]
-}
+// needs (blockdev.AlignedBuf).
+func alignedBuf(n, align int) []byte { return blockdev.AlignedBuf(n, align) }

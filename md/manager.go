@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -91,9 +92,9 @@ func Open(cfg *Config) (*Manager, error) {
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see
-	// openMember.
+	// blockdev.OpenDirect.
 	m.open = func(name string) (device, error) {
-		return openMember(filepath.Join(m.devRoot, filepath.FromSlash(name)))
+		return blockdev.OpenDirect(filepath.Join(m.devRoot, filepath.FromSlash(name)))
 	}
 	return m, nil
 }

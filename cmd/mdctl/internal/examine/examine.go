@@ -5,10 +5,9 @@ package examine
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
 
+	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/superblock"
 )
 
@@ -76,33 +75,19 @@ func (r *Report) Superblock() *superblock.Superblock {
 }
 
 // InspectPath opens path (an image file or a block device) read-only and
-// inspects it.
+// inspects it. A block device is read with O_DIRECT (blockdev.OpenDirect):
+// md writes superblocks past the page cache, so a cached copy can be stale.
 func InspectPath(path string) *Report {
-	f, err := os.Open(path)
+	f, err := blockdev.OpenDirect(path)
 	if err != nil {
 		return &Report{Device: path, Status: Unreadable, Err: err}
 	}
 	defer f.Close()
-	size, err := DeviceSize(f)
+	size, err := f.Size()
 	if err != nil {
 		return &Report{Device: path, Status: Unreadable, Err: err}
 	}
 	return Inspect(f, size, path)
-}
-
-// DeviceSize returns the size of a regular file or block device: the
-// offset of its end, or BLKGETSIZE64 for a block device that reports 0.
-func DeviceSize(f *os.File) (int64, error) {
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, fmt.Errorf("get size of %s: %w", f.Name(), err)
-	}
-	if size == 0 {
-		if s, err := blockDeviceSize(f); err == nil && s > 0 {
-			return s, nil
-		}
-	}
-	return size, nil
 }
 
 // Inspect examines a device of size bytes read through r.

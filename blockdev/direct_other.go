@@ -1,6 +1,6 @@
 //go:build !linux
 
-package md
+package blockdev
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 func isEINVAL(error) bool { return false }
 
 func logicalBlockSize(*os.File) (int64, error) {
-	return 0, errors.New("md: block devices are read on Linux only")
+	return 0, errors.New("blockdev: block devices are read on Linux only")
 }
 
 func preadFull(f *os.File, buf []byte, off int64) (int, error) {
@@ -21,3 +21,5 @@ func preadFull(f *os.File, buf []byte, off int64) (int, error) {
 	}
 	return n, err
 }
+
+const oDirect = 0

@@ -1,4 +1,4 @@
-package md
+package blockdev
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestOpenMemberReads checks that reads through openMember return the
+// TestOpenMemberReads checks that reads through OpenDirect return the
 // same bytes as the file holds at any offset and length, aligned or not,
 // including a short read at the end of a file whose size is not a
 // multiple of the alignment.
@@ -25,7 +25,7 @@ func TestOpenMemberReads(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "member.img")
 	c.Assert(os.WriteFile(path, data, 0o644), qt.IsNil)
-	d, err := openMember(path)
+	d, err := OpenDirect(path)
 	c.Assert(err, qt.IsNil)
 	defer d.Close()
 	size, err := d.Size()
@@ -70,7 +70,7 @@ func TestOpenMemberUsesODirect(t *testing.T) {
 	c := qt.New(t)
 	path := filepath.Join(t.TempDir(), "member.img")
 	c.Assert(os.WriteFile(path, make([]byte, 8192), 0o644), qt.IsNil)
-	d, err := openMember(path)
+	d, err := OpenDirect(path)
 	c.Assert(err, qt.IsNil)
 	defer d.Close()
 	fl, err := unix.FcntlInt(d.f.Fd(), unix.F_GETFL, 0)
@@ -88,13 +88,13 @@ func TestOpenMemberUsesODirect(t *testing.T) {
 // fs.ErrNotExist and an oversized read is refused without allocating.
 func TestOpenMemberErrors(t *testing.T) {
 	c := qt.New(t)
-	_, err := openMember(filepath.Join(t.TempDir(), "gone"))
+	_, err := OpenDirect(filepath.Join(t.TempDir(), "gone"))
 	c.Assert(err, qt.ErrorIs, os.ErrNotExist)
 	c.Assert(errors.Is(err, ErrNoDirectIO), qt.IsFalse)
 
 	path := filepath.Join(t.TempDir(), "member.img")
 	c.Assert(os.WriteFile(path, make([]byte, 4096), 0o644), qt.IsNil)
-	d, err := openMember(path)
+	d, err := OpenDirect(path)
 	c.Assert(err, qt.IsNil)
 	defer d.Close()
 	_, err = d.ReadAt(make([]byte, maxDirectRead+1), 0)

@@ -1,4 +1,4 @@
-package md
+package blockdev
 
 import (
 	"errors"
@@ -47,3 +47,5 @@ func preadFull(f *os.File, buf []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+const oDirect = unix.O_DIRECT
