@@ -1,6 +1,9 @@
 package ioctl
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // ErrNotBlockDevice is returned, inside an [*os.PathError], by
 // [StatBlockDevice] when the path exists but is not a block device node.
@@ -12,6 +15,9 @@ type BlockDevice struct {
 	Major uint32 // major device number
 	Minor uint32 // minor device number
 	Size  uint64 // size in bytes (BLKGETSIZE64)
+	// LogicalBlockSize is the smallest unit the device addresses, in
+	// bytes (BLKSSZGET): 512, or 4096 on a 4Kn disk.
+	LogicalBlockSize int64
 }
 
 // Dev returns the device number in the encoding that [Device.HotRemoveDisk]
@@ -31,4 +37,12 @@ func (b BlockDevice) Dev() uint64 {
 // holding the errno of stat, open or the BLKGETSIZE64 ioctl.
 func StatBlockDevice(path string) (BlockDevice, error) {
 	return statBlockDevice(path)
+}
+
+// LogicalBlockSize returns the logical block size, in bytes, of the block
+// device open as f (BLKSSZGET). Asking the open descriptor, rather than
+// sysfs, answers for the very device that descriptor reads and writes.
+// Failures are [*os.PathError] values holding the ioctl's errno.
+func LogicalBlockSize(f *os.File) (int64, error) {
+	return logicalBlockSize(f)
 }

@@ -3,6 +3,7 @@
 package ioctl
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"syscall"
@@ -175,6 +176,22 @@ func statBlockDevice(path string) (BlockDevice, error) {
 	if err := ioctlPtr(f, unix.BLKGETSIZE64, unsafe.Pointer(&size)); err != nil {
 		return BlockDevice{}, &os.PathError{Op: "ioctl BLKGETSIZE64", Path: path, Err: err}
 	}
+	lbs, err := logicalBlockSize(f)
+	if err != nil {
+		return BlockDevice{}, err
+	}
 	rdev := uint64(fst.Rdev)
-	return BlockDevice{Major: unix.Major(rdev), Minor: unix.Minor(rdev), Size: size}, nil
+	return BlockDevice{Major: unix.Major(rdev), Minor: unix.Minor(rdev), Size: size, LogicalBlockSize: lbs}, nil
+}
+
+func logicalBlockSize(f *os.File) (int64, error) {
+	// BLKSSZGET writes an int.
+	var n int32
+	if err := ioctlPtr(f, unix.BLKSSZGET, unsafe.Pointer(&n)); err != nil {
+		return 0, &os.PathError{Op: "ioctl BLKSSZGET", Path: f.Name(), Err: err}
+	}
+	if n <= 0 {
+		return 0, &os.PathError{Op: "ioctl BLKSSZGET", Path: f.Name(), Err: fmt.Errorf("ioctl: logical block size %d", n)}
+	}
+	return int64(n), nil
 }

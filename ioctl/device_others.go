@@ -31,3 +31,7 @@ func (d *Device) restartArrayRW() error                 { return errUnsupported 
 func statBlockDevice(path string) (BlockDevice, error) {
 	return BlockDevice{}, &os.PathError{Op: "stat", Path: path, Err: errUnsupported}
 }
+
+func logicalBlockSize(f *os.File) (int64, error) {
+	return 0, &os.PathError{Op: "ioctl BLKSSZGET", Path: f.Name(), Err: errUnsupported}
+}

@@ -28,8 +28,9 @@ var (
 	// ErrHasSignature means a file system, volume manager, encryption,
 	// swap or cache signature.
 	ErrHasSignature = errors.New("md: disk carries a file system or volume signature")
-	// ErrHasData means no known signature, but the first or last 4 KiB
-	// hold data: not all one of the fill bytes 0x00, 0x5a or 0xff.
+	// ErrHasData means no known signature, but the first or last 4 MiB,
+	// or one of the 64 sampled blocks, hold data: not all one of the fill
+	// bytes 0x00, 0x5a or 0xff.
 	ErrHasData = errors.New("md: disk carries data")
 )
 
@@ -80,14 +81,41 @@ func (e *NotBlankError) Is(target error) bool {
 var _ error = (*NotBlankError)(nil)
 
 // CheckBlank decides whether the device r of size bytes is blank: whether
-// nothing on it is recognisable as metadata that someone might still
+// it may be written without destroying anything someone might still
 // want. It returns nil for a blank disk, a *NotBlankError for the first
 // finding (matching ErrNotBlank and one of ErrHasMDSuperblock,
-// ErrHasPartitionTable, ErrHasSignature or ErrHasData), or the I/O error that kept it
-// from deciding. A read error is never taken as blank.
+// ErrHasPartitionTable, ErrHasSignature or ErrHasData), or the I/O error
+// that kept it from deciding. A read error is never taken as blank.
+//
+// # The blank rule
+//
+// A disk is blank when all of these hold:
+//
+//  1. no md superblock magic, valid or not, at any of the four superblock
+//     locations (0.90, 1.0, 1.1, 1.2);
+//  2. no known signature (below) at the start of the disk, at its end, or
+//     at the usual partition starts: sector 63 and 1, 2, 4, 8 and 16 MiB.
+//     A disk whose partition table was wiped (an MBR has no backup) still
+//     has its file systems there;
+//  3. the first and the last 4 MiB are each filled with one byte value,
+//     0x00, 0x5a or 0xff, and so are 64 blocks of 4 KiB spread evenly
+//     over the disk (the first at byte 0, the last ending at the end).
+//     So unknown content, plain dm-crypt, a raw image or a wiped member's
+//     data is never taken for blank.
+//
+// A disk that holds anything else must be blanked by its owner before it
+// is used, for example with blkdiscard on an SSD or by zeroing it.
+// wipefs -a alone is not enough: it erases only the signatures it knows,
+// and leaves the data, a file system in a partition whose table it
+// erased, and anything headerless.
+//
+// # Signatures
 //
 // The magics checked, with their byte offsets (from libblkid, the kernel
-// and the formats' own headers; "end" is the device size):
+// and the formats' own headers; "end" is the device size). Those measured
+// from the start, except the Btrfs mirrors and ZFS, are also looked for
+// at each usual partition start, offset by it, and so are md 1.1 and 1.2
+// superblocks (a ZFS partition at 1 MiB is caught by the fill rule):
 //
 //   - md superblock (superblock.Probe): magic 0xa92b4efc at 0.90
 //     (end&^64KiB)-64KiB, 1.0 ((end/512-16)&^7)*512, 1.1 0, 1.2 4096, in
@@ -125,11 +153,7 @@ var _ error = (*NotBlankError)(nil)
 //     the device rounded down to 256 KiB (end-512 KiB, end-256 KiB).
 //
 // ZFS cache and spare vdevs that carry only an nvlist and no uberblock
-// are not recognised by magic, but by the last rule: a disk with no
-// known signature is blank only when its first and last 4 KiB are each
-// filled with one byte value, 0x00, 0x5a or 0xff (what mdadm calls a
-// bare disk); anything else is ErrHasData. So unknown content, plain
-// dm-crypt or a wiped member's data is never taken for blank.
+// are not recognised by magic, but by the fill rule (clause 3).
 func CheckBlank(r io.ReaderAt, size int64) error {
 	fs, err := blankFindings(r, size)
 	if err != nil {
@@ -197,39 +221,56 @@ var blankMagics = []magic{
 	{kind: KindSignature, what: "DDF anchor", off: 512, fromEnd: true, b: []byte{0xde, 0x11, 0xde, 0x11}},
 }
 
-// bareRegions reports whether the first and last 4 KiB of the device are
-// each filled with a single byte value among 0x00, 0x5a and 0xff, and if
-// not, the offset of the region that is not.
-func bareRegions(r io.ReaderAt, size int64) (int64, bool, error) {
-	const n = 4096
-	for _, off := range []int64{0, max(size-n, 0)} {
-		b := make([]byte, min(n, size))
-		if err := readFull(r, b, off); err != nil {
-			return 0, false, err
-		}
-		if len(b) == 0 {
-			continue
-		}
-		fill := b[0]
-		if fill != 0x00 && fill != 0x5a && fill != 0xff {
-			return off, false, nil
-		}
-		for _, c := range b {
-			if c != fill {
-				return off, false, nil
-			}
+// Where the blank rule looks (see CheckBlank).
+const (
+	bareEnds      = 4 << 20 // the first and last 4 MiB are one fill byte
+	bareBlocks    = 64      // and so are 64 blocks spread over the disk
+	bareBlockSize = 4096
+	headSize      = 0x10100 // a window per start: up to and past the btrfs and reiserfs magics
+)
+
+// partitionStarts are the usual first-partition offsets: DOS's sector 63,
+// and the 1 MiB alignment of fdisk, parted and sgdisk with its multiples.
+var partitionStarts = []int64{63 * 512, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20}
+
+// span is a byte range [off, off+n).
+type span struct{ off, n int64 }
+
+// blankScan reads a device for the blank rule. Bytes inside mask are
+// left out: a rerun uses it to look at everything but the superblock
+// area it wrote itself.
+type blankScan struct {
+	r    io.ReaderAt
+	size int64
+	mask []span
+	out  []*NotBlankError
+}
+
+func (b *blankScan) add(k BlankKind, what string, off int64) {
+	b.out = append(b.out, &NotBlankError{Kind: k, What: what, Offset: off})
+}
+
+// masked reports whether [off, off+n) overlaps the mask.
+func (b *blankScan) masked(off, n int64) bool {
+	for _, m := range b.mask {
+		if off < m.off+m.n && m.off < off+n {
+			return true
 		}
 	}
-	return 0, true, nil
+	return false
 }
 
 // blankFindings lists everything CheckBlank recognises on the device, in
 // a fixed order (md superblocks, then partition tables, then the rest).
 func blankFindings(r io.ReaderAt, size int64) ([]*NotBlankError, error) {
-	var out []*NotBlankError
-	add := func(k BlankKind, what string, off int64) {
-		out = append(out, &NotBlankError{Kind: k, What: what, Offset: off})
-	}
+	return blankFindingsMasked(r, size, nil)
+}
+
+// blankFindingsMasked is blankFindings over everything but the bytes in
+// mask: a magic overlapping the mask is not looked for, and masked bytes
+// are left out of the fill rule.
+func blankFindingsMasked(r io.ReaderAt, size int64, mask []span) ([]*NotBlankError, error) {
+	b := &blankScan{r: r, size: size, mask: mask}
 
 	// md superblocks: any magic at any of the four locations.
 	pr, err := superblock.Probe(r, size)
@@ -240,62 +281,118 @@ func blankFindings(r io.ReaderAt, size int64) ([]*NotBlankError, error) {
 				!errors.Is(c.Err, superblock.ErrWrongLocation) && !isDecodeError(c.Err) {
 				return nil, fmt.Errorf("md: reading %s superblock location: %w", c.Version, c.Err)
 			}
-			add(KindMDSuperblock, "md superblock "+c.Version.String(), c.Offset)
+			if !b.masked(c.Offset, 4) {
+				b.add(KindMDSuperblock, "md superblock "+c.Version.String(), c.Offset)
+			}
 		}
 	case errors.Is(err, superblock.ErrNoSuperblock), errors.Is(err, superblock.ErrDeviceTooSmall):
 	default:
 		return nil, fmt.Errorf("md: probing md superblocks: %w", err)
 	}
 
-	// Read the head of the device once; most magics lie in it.
-	const headSize = 0x10100 // up to and past the btrfs and reiserfs magics
-	head := make([]byte, min(int64(headSize), size))
-	if err := readFull(r, head, 0); err != nil {
+	// The disk's start, then each usual partition start.
+	if err := b.signaturesAt(0, ""); err != nil {
 		return nil, err
 	}
-	at := func(off int64, n int) ([]byte, error) {
-		if off < 0 || off+int64(n) > size {
-			return nil, nil
-		}
-		if off+int64(n) <= int64(len(head)) {
-			return head[off : off+int64(n)], nil
-		}
-		b := make([]byte, n)
-		if err := readFull(r, b, off); err != nil {
+	for _, base := range partitionStarts {
+		if err := b.signaturesAt(base, fmt.Sprintf(" in a partition at byte %d", base)); err != nil {
 			return nil, err
 		}
-		return b, nil
 	}
-	check := func(m magic) error {
-		off := m.off
+	// The end of the disk.
+	for _, m := range blankMagics {
 		if m.fromEnd {
-			off = size - m.off
+			if err := b.check(nil, 0, m, size-m.off, ""); err != nil {
+				return nil, err
+			}
 		}
-		b, err := at(off, len(m.b))
-		if err != nil {
-			return err
+	}
+	if err := zfsFindings(r, size, b); err != nil {
+		return nil, err
+	}
+	if len(b.out) == 0 {
+		// No known signature: the disk must also be bare.
+		if err := b.fillRule(); err != nil {
+			return nil, err
 		}
-		if b != nil && bytes.Equal(b, m.b) {
-			add(m.kind, m.what, off)
+	}
+	// Keep a stable order: md, partition tables, signatures, data.
+	rank := map[BlankKind]int{KindMDSuperblock: 0, KindPartitionTable: 1, KindSignature: 2, KindData: 3}
+	sorted := make([]*NotBlankError, 0, len(b.out))
+	for k := 0; k < 4; k++ {
+		for _, f := range b.out {
+			if rank[f.Kind] == k {
+				sorted = append(sorted, f)
+			}
 		}
+	}
+	return sorted, nil
+}
+
+// window reads up to n bytes at off (fewer at the end of the device).
+func (b *blankScan) window(off, n int64) ([]byte, error) {
+	if off >= b.size {
+		return nil, nil
+	}
+	w := make([]byte, min(n, b.size-off))
+	if err := readFull(b.r, w, off); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// check looks for m at byte off of the device; w is a window read at
+// wOff, used when it holds the bytes.
+func (b *blankScan) check(w []byte, wOff int64, m magic, off int64, where string) error {
+	n := int64(len(m.b))
+	if off < 0 || off+n > b.size || b.masked(off, n) {
 		return nil
 	}
+	var got []byte
+	if off >= wOff && off+n <= wOff+int64(len(w)) {
+		got = w[off-wOff : off-wOff+n]
+	} else {
+		got = make([]byte, n)
+		if err := readFull(b.r, got, off); err != nil {
+			return err
+		}
+	}
+	if bytes.Equal(got, m.b) {
+		b.add(m.kind, m.what+where, off)
+	}
+	return nil
+}
 
-	// MBR signature: a DOS partition table, a protective MBR, or the boot
-	// sector of a FAT or NTFS file system.
-	if b, _ := at(510, 2); b != nil && b[0] == 0x55 && b[1] == 0xaa {
+// signaturesAt looks for every magic measured from the start of a
+// device, at base and on: the disk's own (base 0) or a partition's.
+func (b *blankScan) signaturesAt(base int64, where string) error {
+	w, err := b.window(base, headSize)
+	if err != nil || w == nil {
+		return err
+	}
+	// 0x55 0xaa at 510: a DOS partition table, a protective MBR, the boot
+	// sector of a FAT or NTFS file system, or an extended partition.
+	if len(w) >= 512 && w[510] == 0x55 && w[511] == 0xaa && !b.masked(base+510, 2) {
 		what := "MBR boot signature (DOS partition table or boot sector)"
-		for i := int64(0); i < 4; i++ {
-			if head[446+16*i+4] == 0xee {
+		for i := 0; i < 4; i++ {
+			if w[446+16*i+4] == 0xee {
 				what = "protective MBR (GPT)"
 			}
 		}
-		add(KindPartitionTable, what, 510)
+		b.add(KindPartitionTable, what+where, base+510)
 	}
-
 	mags := append([]magic(nil), blankMagics...)
-	for _, off := range []int64{64 << 20, 256 << 30} {
-		mags = append(mags, sig("Btrfs superblock (mirror)", off+0x40, "_BHRfS_M"))
+	if base == 0 {
+		for _, off := range []int64{64 << 20, 256 << 30} {
+			mags = append(mags, sig("Btrfs superblock (mirror)", off+0x40, "_BHRfS_M"))
+		}
+	} else {
+		// md 1.1 and 1.2 superblocks of a partition (the disk's own are
+		// superblock.Probe's).
+		for _, v := range []superblock.Version{superblock.Version11, superblock.Version12} {
+			off, _ := v.Offset(b.size - base)
+			mags = append(mags, magic{kind: KindMDSuperblock, what: "md superblock " + v.String(), off: off, b: []byte(le32(superblock.Magic))})
+		}
 	}
 	for s := int64(0); s < 4; s++ {
 		mags = append(mags, sig("LVM2 physical volume label", 512*s, "LABELONE"))
@@ -312,35 +409,53 @@ func blankFindings(r io.ReaderAt, size int64) ([]*NotBlankError, error) {
 		}
 	}
 	for _, m := range mags {
-		if err := check(m); err != nil {
-			return nil, err
-		}
-	}
-	if err := zfsFindings(r, size, add); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		// No known signature: the disk must also be bare (mdadm's rule),
-		// its first and last 4 KiB each filled with one of 0x00, 0x5a or
-		// 0xff. Known findings are reported instead, so that a rerun can
-		// recognise its own half-written superblock.
-		if off, bare, err := bareRegions(r, size); err != nil {
-			return nil, err
-		} else if !bare {
-			add(KindData, "data (not a fill pattern in the first or last 4 KiB)", off)
-		}
-	}
-	// Keep a stable order: md, partition tables, signatures.
-	rank := map[BlankKind]int{KindMDSuperblock: 0, KindPartitionTable: 1, KindSignature: 2, KindData: 3}
-	sorted := make([]*NotBlankError, 0, len(out))
-	for k := 0; k < 4; k++ {
-		for _, f := range out {
-			if rank[f.Kind] == k {
-				sorted = append(sorted, f)
+		if !m.fromEnd {
+			if err := b.check(w, base, m, base+m.off, where); err != nil {
+				return err
 			}
 		}
 	}
-	return sorted, nil
+	return nil
+}
+
+// fillRule checks clause 3 of the blank rule: the first and last 4 MiB,
+// and 64 blocks of 4 KiB spread evenly, are each one fill byte (masked
+// bytes left out).
+func (b *blankScan) fillRule() error {
+	regions := []span{{0, min(bareEnds, b.size)}, {max(b.size-bareEnds, 0), min(bareEnds, b.size)}}
+	if last := b.size - bareBlockSize; last > 0 {
+		for i := int64(0); i < bareBlocks; i++ {
+			off := (last * i / (bareBlocks - 1)) &^ (bareBlockSize - 1)
+			if i == bareBlocks-1 {
+				off = last
+			}
+			regions = append(regions, span{off, bareBlockSize})
+		}
+	}
+	for _, rg := range regions {
+		buf, err := b.window(rg.off, rg.n)
+		if err != nil {
+			return err
+		}
+		fill, seen := byte(0), false
+		for i, c := range buf {
+			if b.masked(rg.off+int64(i), 1) {
+				continue
+			}
+			if !seen {
+				fill, seen = c, true
+				if fill != 0x00 && fill != 0x5a && fill != 0xff {
+					b.add(KindData, fmt.Sprintf("data (byte %#02x is not a fill pattern)", c), rg.off+int64(i))
+					return nil
+				}
+			}
+			if c != fill {
+				b.add(KindData, fmt.Sprintf("data (byte %#02x after fill bytes %#02x)", c, fill), rg.off+int64(i))
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // ZFS vdev labels (256 KiB each) and their uberblock arrays.
@@ -351,7 +466,7 @@ const (
 	zfsUberMagic     = 0x00bab10c
 )
 
-func zfsFindings(r io.ReaderAt, size int64, add func(BlankKind, string, int64)) error {
+func zfsFindings(r io.ReaderAt, size int64, b *blankScan) error {
 	end := size &^ (zfsLabelSize - 1)
 	labels := []int64{0, zfsLabelSize, end - 2*zfsLabelSize, end - zfsLabelSize}
 	buf := make([]byte, zfsLabelSize-zfsUberblockOff)
@@ -365,8 +480,10 @@ func zfsFindings(r io.ReaderAt, size int64, add func(BlankKind, string, int64)) 
 		for o := 0; o+8 <= len(buf); o += zfsUberblockSize {
 			v := binary.LittleEndian.Uint64(buf[o:])
 			if v == zfsUberMagic || binary.BigEndian.Uint64(buf[o:]) == zfsUberMagic {
-				add(KindSignature, fmt.Sprintf("ZFS uberblock (label %d)", i), l+zfsUberblockOff+int64(o))
-				break
+				if !b.masked(l+zfsUberblockOff+int64(o), 8) {
+					b.add(KindSignature, fmt.Sprintf("ZFS uberblock (label %d)", i), l+zfsUberblockOff+int64(o))
+					break
+				}
 			}
 		}
 	}

@@ -167,3 +167,101 @@ func TestCheckBlankReadError(t *testing.T) {
 	c.Assert(err, qt.ErrorIs, boom)
 	c.Assert(errors.Is(err, ErrNotBlank), qt.IsFalse)
 }
+
+// fillImage returns an image of size bytes whose first and last n bytes
+// are v.
+func fillImage(size int64, v byte, n int) *image {
+	return newImage(size).put(0, bytes.Repeat([]byte{v}, n)).put(size-int64(n), bytes.Repeat([]byte{v}, n))
+}
+
+// TestBlankRule has one case per clause of the blank rule stated in
+// CheckBlank's doc (clause 1, md superblocks at the four locations, and
+// the signatures at the start and end are TestCheckBlank's).
+func TestBlankRule(t *testing.T) {
+	const size = 64 << 20
+	// The sampled blocks: 64 of 4 KiB spread evenly, the first at 0 and
+	// the last ending at the end.
+	sample := func(i int64) int64 { return ((size - 4096) * i / 63) &^ 4095 }
+	mib := int64(1 << 20)
+	tests := []struct {
+		clause string
+		name   string
+		im     *image
+		want   error
+		what   string
+		off    int64
+	}{
+		// Clause 2: signatures at the usual partition starts, where a
+		// disk whose partition table was wiped still has them.
+		{clause: "2", name: "ext4 at 1 MiB, MBR wiped", im: newImage(size).put(mib+1080, u16le(0xef53)), want: ErrHasSignature, what: "ext2/3/4 superblock in a partition at byte 1048576", off: mib + 1080},
+		{clause: "2", name: "LVM2 PV label at 1 MiB + 512", im: newImage(size).put(mib+512, []byte("LABELONE")), want: ErrHasSignature, what: "LVM2", off: mib + 512},
+		{clause: "2", name: "NTFS at sector 63", im: newImage(size).put(63*512+3, []byte("NTFS    ")), want: ErrHasSignature, what: "NTFS", off: 63*512 + 3},
+		{clause: "2", name: "swap at 2 MiB", im: newImage(size).put(2*mib+4086, []byte("SWAPSPACE2")), want: ErrHasSignature, what: "swap", off: 2*mib + 4086},
+		{clause: "2", name: "boot sector at 4 MiB", im: newImage(size).put(4*mib+510, []byte{0x55, 0xaa}), want: ErrHasPartitionTable, what: "in a partition", off: 4*mib + 510},
+		{clause: "2", name: "md 1.2 in a partition at 8 MiB", im: newImage(size).put(8*mib+4096, u32le(superblock.Magic)), want: ErrHasMDSuperblock, what: "md superblock 1.2 in a partition", off: 8*mib + 4096},
+		{clause: "2", name: "XFS at 16 MiB", im: newImage(size).put(16*mib, []byte("XFSB")), want: ErrHasSignature, what: "XFS", off: 16 * mib},
+		{clause: "2", name: "btrfs at 16 MiB", im: newImage(size).put(16*mib+0x10040, []byte("_BHRfS_M")), want: ErrHasSignature, what: "Btrfs", off: 16*mib + 0x10040},
+		{clause: "2", name: "LUKS at 16 MiB", im: newImage(size).put(16*mib, []byte("LUKS\xba\xbe")), want: ErrHasSignature, what: "LUKS", off: 16 * mib},
+		{clause: "2", name: "ext4 at 3 MiB is no usual start, but data", im: newImage(size).put(3*mib+1080, u16le(0xef53)), want: ErrHasData, off: 3*mib + 1080},
+
+		// Clause 3: the first and last 4 MiB, and 64 blocks of 4 KiB
+		// spread evenly, are each one fill byte.
+		{clause: "3", name: "all zero", im: newImage(size)},
+		{clause: "3", name: "0x5a ends", im: fillImage(size, 0x5a, 4<<20)},
+		{clause: "3", name: "0xff ends", im: fillImage(size, 0xff, 4<<20)},
+		{clause: "3", name: "0xff head, zero tail", im: newImage(size).put(0, bytes.Repeat([]byte{0xff}, 4<<20))},
+		{clause: "3", name: "data at 3 MiB (plain dm-crypt, a raw image)", im: newImage(size).put(3*mib, []byte("headerless data")), want: ErrHasData, off: 3 * mib},
+		{clause: "3", name: "data 1 byte before the head ends", im: newImage(size).put(4*mib-1, []byte{1}), want: ErrHasData, off: 4*mib - 1},
+		{clause: "3", name: "data 3 MiB before the end", im: newImage(size).put(size-3*mib, []byte("tail data")), want: ErrHasData, off: size - 3*mib},
+		{clause: "3", name: "head half 0xff, half zero", im: newImage(size).put(0, bytes.Repeat([]byte{0xff}, 2<<20)), want: ErrHasData, off: 2 << 20},
+		{clause: "3", name: "another fill byte", im: fillImage(size, 0x11, 4<<20), want: ErrHasData, off: 0},
+		{clause: "3", name: "data in the middle sampled block", im: newImage(size).put(sample(32)+100, []byte("x")), want: ErrHasData, off: sample(32) + 100},
+		{clause: "3", name: "data in a sampled block past 4 MiB", im: newImage(size).put(sample(5), []byte{0xff, 0}), want: ErrHasData, off: sample(5) + 1},
+		{clause: "3", name: "a sampled block all 0x5a", im: newImage(size).put(sample(32), bytes.Repeat([]byte{0x5a}, 4096))},
+		{clause: "3", name: "data between the samples is not seen", im: newImage(size).put(sample(32)+8192, []byte("x"))},
+		{clause: "3", name: "tiny device", im: newImage(4096)},
+		{clause: "3", name: "tiny device with data", im: newImage(8192).put(5000, []byte("x")), want: ErrHasData, off: 5000},
+	}
+	for _, tt := range tests {
+		t.Run("clause "+tt.clause+"/"+tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			err := CheckBlank(tt.im, tt.im.size)
+			if tt.want == nil {
+				c.Assert(err, qt.IsNil)
+				return
+			}
+			c.Assert(err, qt.ErrorIs, tt.want)
+			c.Assert(err, qt.ErrorIs, ErrNotBlank)
+			var nb *NotBlankError
+			c.Assert(errors.As(err, &nb), qt.IsTrue)
+			c.Check(nb.What, qt.Contains, tt.what)
+			c.Check(nb.Offset, qt.Equals, tt.off)
+		})
+	}
+}
+
+// TestBlankMasked: a rerun looks at everything but its own superblock
+// area; the masked bytes are left out of both the magics and the fill
+// rule, and nothing else is.
+func TestBlankMasked(t *testing.T) {
+	c := qt.New(t)
+	const size = 64 << 20
+	_, sb12 := md1x(t, superblock.Version12, size)
+	im := newImage(size).put(4096, sb12)
+	mask := []span{{4096, 4096}}
+	fs, err := blankFindingsMasked(im, size, mask)
+	c.Assert(err, qt.IsNil)
+	c.Check(fs, qt.HasLen, 0)
+	fs, err = blankFindings(im, size)
+	c.Assert(err, qt.IsNil)
+	c.Assert(fs, qt.HasLen, 1)
+	c.Check(fs[0].Kind, qt.Equals, KindMDSuperblock)
+
+	// Headerless data right after the area is seen.
+	im.put(8192, []byte("dm-crypt"))
+	fs, err = blankFindingsMasked(im, size, mask)
+	c.Assert(err, qt.IsNil)
+	c.Assert(fs, qt.HasLen, 1)
+	c.Check(fs[0].Kind, qt.Equals, KindData)
+	c.Check(fs[0].Offset, qt.Equals, int64(8192))
+}

@@ -1,7 +1,6 @@
 package md
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -115,47 +114,6 @@ func TestWriteDeviceChecksTheDevice(t *testing.T) {
 	b, err := os.ReadFile(path)
 	c.Assert(err, qt.IsNil)
 	c.Check(b, qt.DeepEquals, make([]byte, 8192))
-}
-
-// TestCheckBlankBare: with no known signature, a disk is blank only when
-// its first and last 4 KiB are each one fill byte (0x00, 0x5a or 0xff),
-// and md's external metadata formats are recognised at the end.
-func TestCheckBlankBare(t *testing.T) {
-	const size = 1 << 20
-	fill := func(b []byte, off int, v byte, n int) {
-		for i := 0; i < n; i++ {
-			b[off+i] = v
-		}
-	}
-	tests := []struct {
-		name string
-		mod  func(b []byte)
-		want error
-	}{
-		{"zeros", func(b []byte) {}, nil},
-		{"0x5a fill", func(b []byte) { fill(b, 0, 0x5a, 4096); fill(b, size-4096, 0x5a, 4096) }, nil},
-		{"0xff head, zero tail", func(b []byte) { fill(b, 0, 0xff, 4096) }, nil},
-		{"data in the middle only", func(b []byte) { copy(b[size/2:], "some data") }, nil},
-		{"data at the start", func(b []byte) { copy(b[100:], "some data") }, ErrHasData},
-		{"data at the end", func(b []byte) { copy(b[size-10:], "tail") }, ErrHasData},
-		{"mixed fill", func(b []byte) { fill(b, 0, 0xff, 2048) }, ErrHasData},
-		{"other fill byte", func(b []byte) { fill(b, 0, 0x11, 4096) }, ErrHasData},
-		{"IMSM", func(b []byte) { copy(b[size-1024:], "Intel Raid ISM Cfg Sig. ") }, ErrHasSignature},
-		{"DDF anchor", func(b []byte) { copy(b[size-512:], []byte{0xde, 0x11, 0xde, 0x11}) }, ErrHasSignature},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := make([]byte, size)
-			tt.mod(b)
-			err := CheckBlank(bytes.NewReader(b), size)
-			if tt.want == nil {
-				qt.Assert(t, err, qt.IsNil)
-				return
-			}
-			qt.Assert(t, err, qt.ErrorIs, tt.want)
-			qt.Assert(t, err, qt.ErrorIs, ErrNotBlank)
-		})
-	}
 }
 
 // TestPlanPulledFaultyMember: a faulty member whose disk was pulled has no
