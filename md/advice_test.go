@@ -23,14 +23,14 @@ func TestWriteDeviceNothingWritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "other")
 	orig := bytes.Repeat([]byte{0xa5}, 64<<10)
 	c.Assert(os.WriteFile(path, orig, 0o644), qt.IsNil)
-	err := sysKernel{}.WriteDevice(path, sysfs.DevNum{Major: 253, Minor: 32}, 512, []region{{What: "superblock", Off: 4096, Data: make([]byte, 512)}})
+	err := sysKernel{}.WriteDevice(deviceWrite{Path: path, Dev: sysfs.DevNum{Major: 253, Minor: 32}, Size: 64 << 10, LBS: 512, MaxLBS: 512, Regions: []region{{What: "superblock", Off: 4096, Data: make([]byte, 512)}}})
 	c.Assert(err, qt.ErrorIs, ErrPlanChanged)
 	c.Assert(nothingWritten(err), qt.IsTrue)
 	got, rerr := os.ReadFile(path)
 	c.Assert(rerr, qt.IsNil)
 	c.Assert(bytes.Equal(got, orig), qt.IsTrue)
 
-	err = sysKernel{}.WriteDevice(filepath.Join(t.TempDir(), "gone"), sysfs.DevNum{}, 512, nil)
+	err = sysKernel{}.WriteDevice(deviceWrite{Path: filepath.Join(t.TempDir(), "gone"), LBS: 512, MaxLBS: 512})
 	c.Assert(err, qt.ErrorIs, os.ErrNotExist)
 	c.Assert(nothingWritten(err), qt.IsTrue)
 }

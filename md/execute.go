@@ -267,7 +267,12 @@ func (x *execution) step(k StepKind) error {
 			}
 		}
 		x.written = true
-		return kern.WriteDevice(p.Candidate.Path, p.candDev, p.lbs, p.regions)
+		w := deviceWrite{Path: p.Candidate.Path, Dev: p.candDev, Size: p.Candidate.SizeBytes,
+			LBS: p.lbs, MaxLBS: p.arrayLBS, Regions: p.regions}
+		if p.Resume == ResumeWritten {
+			w.Own = regionArea(p.regions)
+		}
+		return kern.WriteDevice(w)
 	case StepAdd:
 		return kern.AddNewDisk(p.Array, p.candDev)
 	case StepWantReplacement:

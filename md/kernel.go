@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -34,12 +35,29 @@ type kernel interface {
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
 	WriteState(array, member string, cmd sysfs.MemberCommand) error
-	// WriteDevice writes the regions to the device or image at path,
-	// each extended to whole logical blocks of lbs bytes by reading what
-	// surrounds it, syncs, reads the regions back and compares them.
-	// Unless dev is zero, the opened device must have that number, so a
-	// path re-pointed since the plan is never written.
-	WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error
+	// WriteDevice carries out w: on the device or image at w.Path,
+	// opened exclusively and with O_DIRECT, it checks that this is still
+	// the planned device and that it is still blank, then writes the
+	// regions (each extended to whole logical blocks by reading what
+	// surrounds it), syncs, reads them back and compares them.
+	WriteDevice(w deviceWrite) error
+}
+
+// deviceWrite is the superblock write on a new member, with what the
+// final check before it must find.
+type deviceWrite struct {
+	// Path is the device (or, in tests, image) to write; Dev its planned
+	// device number (zero for an image).
+	Path string
+	Dev  sysfs.DevNum
+	// Size and LBS are the size and logical block size the plan was
+	// made for; MaxLBS is the array's logical block size.
+	Size, LBS, MaxLBS int64
+	Regions           []region
+	// Own is, when resuming, the superblock area an earlier run wrote:
+	// the final blank check leaves it out. Nil for a fresh disk, which
+	// must be blank everywhere.
+	Own []span
 }
 
 // region is bytes to write at a byte offset of a device.
@@ -124,61 +142,106 @@ func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) err
 	return m.WriteState(cmd)
 }
 
-// WriteDevice opens the device read-write and exclusively (so nobody can
+// WriteDevice opens the device read-write, exclusively (so nobody can
 // claim it during the write; the descriptor is closed before
-// ADD_NEW_DISK), writes each region read-modify-write over whole logical
-// blocks, fsyncs, and reads every region back, bypassing the page cache
-// where the device allows O_DIRECT.
-func (k sysKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error {
-	flags := os.O_RDWR
+// ADD_NEW_DISK) and with O_DIRECT (so that neither the check nor the
+// read-back can be answered by the page cache). Through that one
+// descriptor, immediately before writing, it checks that it is the
+// planned device, of the planned size and logical block size, no larger
+// than the array's, and that the disk is still blank (CheckBlank, leaving
+// out w.Own): a file system made since the plan is refused, not
+// overwritten. Then it writes each region read-modify-write over whole
+// logical blocks, fsyncs, and reads every region back. Every refusal
+// before the first write matches ErrPlanChanged, and nothing was written.
+// An image file that does not take O_DIRECT is opened without it.
+func (k sysKernel) WriteDevice(w deviceWrite) error {
+	path := w.Path
+	flags := os.O_RDWR | oDirect
+	block := false
 	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeDevice != 0 {
 		flags |= unix.O_EXCL
+		block = true
 	}
 	f, err := os.OpenFile(path, flags, 0)
+	if err != nil && !block && oDirect != 0 && errors.Is(err, unix.EINVAL) {
+		f, err = os.OpenFile(path, flags&^oDirect, 0) // a file system without O_DIRECT
+	}
 	if err != nil {
 		return &notWrittenError{err} // EBUSY: someone holds it exclusively
 	}
 	defer f.Close()
-	if dev != (sysfs.DevNum{}) {
+	if w.Dev != (sysfs.DevNum{}) {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 			return &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
 		}
 		got := sysfs.DevNum{Major: unix.Major(uint64(st.Rdev)), Minor: unix.Minor(uint64(st.Rdev))}
-		if st.Mode&unix.S_IFMT != unix.S_IFBLK || got != dev {
-			return &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, dev)}
+		if st.Mode&unix.S_IFMT != unix.S_IFBLK || got != w.Dev {
+			return &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, w.Dev)}
 		}
 	}
-	if lbs <= 0 {
-		lbs = 512
+	lbs := int64(512)
+	if block {
+		if lbs, err = ioctl.LogicalBlockSize(f); err != nil {
+			return &notWrittenError{fmt.Errorf("%w: cannot tell the logical block size of %s: %w", ErrPlanChanged, path, err)}
+		}
 	}
-	aligned := make([]region, 0, len(regions))
-	for i, r := range regions {
-		start := r.Off &^ (lbs - 1)
-		end := (r.Off + int64(len(r.Data)) + lbs - 1) &^ (lbs - 1)
-		buf := make([]byte, end-start)
+	if w.LBS > 0 && lbs != w.LBS {
+		return &notWrittenError{fmt.Errorf("%w: %s now has %d-byte logical blocks, the plan was made for %d", ErrPlanChanged, path, lbs, w.LBS)}
+	}
+	if w.MaxLBS <= 0 || lbs > w.MaxLBS {
+		return &notWrittenError{fmt.Errorf("%w: %w: %s has %d-byte logical blocks, the array %d", ErrPlanChanged, ErrCandidateBlockSize, path, lbs, w.MaxLBS)}
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return &notWrittenError{&os.PathError{Op: "seek", Path: path, Err: err}}
+	}
+	if size != w.Size {
+		return &notWrittenError{fmt.Errorf("%w: %s now has %d bytes, the plan was made for %d", ErrPlanChanged, path, size, w.Size)}
+	}
+	// O_DIRECT wants I/O in whole logical blocks of the device; an image
+	// file in whole blocks of its file system, 4 KiB at most in practice.
+	align := lbs
+	if !block {
+		align = max(lbs, 4096)
+	}
+	r := alignedReader{f: f, lbs: align}
+	fds, err := blankFindingsMasked(r, size, w.Own)
+	if err != nil {
+		return &notWrittenError{fmt.Errorf("%w: the final blank check of %s could not read it: %w", ErrPlanChanged, path, err)}
+	}
+	if len(fds) > 0 {
+		return &notWrittenError{fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, path, fds[0])}
+	}
+
+	aligned := make([]region, 0, len(w.Regions))
+	for i, rg := range w.Regions {
+		start := rg.Off &^ (align - 1)
+		end := min((rg.Off+int64(len(rg.Data))+align-1)&^(align-1), size)
+		buf := alignedBuf(int(end-start), 4096)
 		if err := readFull(f, buf, start); err != nil {
-			err = fmt.Errorf("reading around %s: %w", r.What, err)
+			err = fmt.Errorf("reading around %s: %w", rg.What, err)
 			if i == 0 {
 				return &notWrittenError{err}
 			}
 			return err
 		}
-		copy(buf[r.Off-start:], r.Data)
+		copy(buf[rg.Off-start:], rg.Data)
 		if _, err := f.WriteAt(buf, start); err != nil {
-			return fmt.Errorf("writing %s: %w", r.What, err)
+			return fmt.Errorf("writing %s: %w", rg.What, err)
 		}
-		aligned = append(aligned, region{What: r.What, Off: start, Data: buf})
+		aligned = append(aligned, region{What: rg.What, Off: start, Data: buf})
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}
-	return readBack(path, f, aligned)
+	return readBack(f, aligned)
 }
 
 // notWrittenError is a WriteDevice failure before anything was written
 // to the device: the open (EBUSY from O_EXCL), a path that now names
-// another device, or the first read. It unwraps to the cause.
+// another device, the final checks (size, block size, blank rule), or the
+// first read. It unwraps to the cause.
 type notWrittenError struct{ err error }
 
 func (e *notWrittenError) Error() string { return e.err.Error() }
@@ -190,23 +253,37 @@ func nothingWritten(err error) bool {
 	return errors.As(err, &nw)
 }
 
-// readBack compares the regions with what the device returns, read with
-// O_DIRECT when possible so that the page cache cannot answer.
-func readBack(path string, f *os.File, regions []region) error {
-	var rd interface {
-		ReadAt([]byte, int64) (int, error)
-	} = f
-	if df, err := os.OpenFile(path, os.O_RDONLY|oDirect, 0); err == nil {
-		defer df.Close()
-		rd = df
+// alignedReader reads any byte range through a descriptor that may be
+// open with O_DIRECT: whole logical blocks into an aligned buffer.
+type alignedReader struct {
+	f   *os.File
+	lbs int64
+}
+
+// ReadAt reads len(p) bytes at off.
+func (a alignedReader) ReadAt(p []byte, off int64) (int, error) {
+	start := off &^ (a.lbs - 1)
+	end := (off + int64(len(p)) + a.lbs - 1) &^ (a.lbs - 1)
+	buf := alignedBuf(int(end-start), 4096)
+	n, err := a.f.ReadAt(buf, start)
+	got := max(min(int64(n)-(off-start), int64(len(p))), 0)
+	copy(p, buf[off-start:off-start+got])
+	if got < int64(len(p)) {
+		if err == nil {
+			err = io.EOF
+		}
+		return int(got), err
 	}
+	return len(p), nil
+}
+
+// readBack compares the regions with what the device returns through f,
+// which is open with O_DIRECT where the device allows it, so that the
+// page cache cannot answer.
+func readBack(f *os.File, regions []region) error {
 	for _, r := range regions {
 		got := alignedBuf(len(r.Data), 4096)
-		err := readFull(rd, got, r.Off)
-		if err != nil && rd != f && errors.Is(err, unix.EINVAL) {
-			err = readFull(f, got, r.Off) // O_DIRECT refused this alignment
-		}
-		if err != nil {
+		if err := readFull(f, got, r.Off); err != nil {
 			return fmt.Errorf("reading back %s: %w", r.What, err)
 		}
 		if !bytes.Equal(got, r.Data) {

@@ -3,6 +3,7 @@ package md
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,9 @@ var ErrRefused = errors.New("md: replace refused")
 // disk that is not blank, a *NotBlankError), so errors.Is(err,
 // ErrNoEmptySlot) and errors.As(err, &notBlank) both work.
 var (
-	// ErrUnsupportedArray: the array has no redundancy (raid0, linear) or
-	// external metadata; there is nothing to rebuild a member from.
+	// ErrUnsupportedArray: the array has no redundancy (raid0, linear),
+	// external metadata (IMSM, DDF: its metadata handler manages members)
+	// or is clustered (md-cluster: the cluster manages members).
 	ErrUnsupportedArray = errors.New("md: array level or metadata cannot take a replacement")
 	// ErrArrayInactive: the array is assembled but not running.
 	ErrArrayInactive = errors.New("md: array is not running")
@@ -61,6 +63,16 @@ var (
 	// ErrCandidateTooSmall: the candidate cannot hold the data offset,
 	// the component size and the metadata the array needs.
 	ErrCandidateTooSmall = errors.New("md: candidate is too small")
+	// ErrCandidateBlockSize: the candidate's logical block size is larger
+	// than the array's. The kernel would raise the array's (6.1) or keep
+	// it over a member that cannot address it (7.2); either way
+	// anything addressed in the array's sectors, such as a GPT inside a
+	// boot mirror, breaks.
+	ErrCandidateBlockSize = errors.New("md: candidate's logical block size exceeds the array's")
+	// ErrUnknownFact: a fact the decision needs could not be established
+	// (the candidate is not in sysfs, could not be read, ...). It is a
+	// refusal, never a pass.
+	ErrUnknownFact = errors.New("md: a fact the decision needs could not be established")
 	// ErrMemberUnknown: a member that stays bound has no readable
 	// superblock, so its descriptor number is unknown and the new
 	// member's number could collide with it (the kernel refuses that
@@ -96,7 +108,10 @@ type CheckStatus string
 const (
 	CheckPass CheckStatus = "pass"
 	CheckFail CheckStatus = "fail"
-	CheckSkip CheckStatus = "skip" // could not be decided because an earlier check failed
+	// CheckSkip: the check did not run (an earlier one failed, or a fact
+	// it needs was missing). A plan with a skipped check is never carried
+	// out.
+	CheckSkip CheckStatus = "skip"
 )
 
 // PlanCheck is one thing the planner verified, with its reason.
@@ -190,7 +205,8 @@ type Plan struct {
 	req        ReplaceRequest
 	devUUID    uuid.UUID
 	regions    []region
-	lbs        int64
+	lbs        int64 // the candidate's logical block size
+	arrayLBS   int64 // the array's
 	raidDisks  int
 	candDev    sysfs.DevNum
 	freeze     bool
@@ -229,11 +245,26 @@ type Candidate struct {
 	// Findings are what CheckBlank's scan recognised, md superblocks
 	// first.
 	Findings []*NotBlankError `json:"findings,omitempty"`
-	// Error says what could not be read; the candidate is refused.
+	// Serial is the disk's serial number, where sysfs shows one.
+	Serial string `json:"serial,omitempty"`
+	// Unknown lists the facts that could not be established, each with
+	// why. The candidate is refused while any is listed.
+	Unknown []string `json:"unknown,omitempty"`
+	// Error joins Unknown; empty when every fact was established.
 	Error string `json:"error,omitempty"`
 
 	dev  sysfs.DevNum
 	mdsb []*superblock.Superblock // superblocks that decoded without error
+	// Why a fact could not be established (nil: it was).
+	statErr, sysfsErr, busyErr, lbsErr, scanErr error
+	// scanned is set once the blank scan ran to the end.
+	scanned bool
+	// area is the superblock area a replace would have written with the
+	// one md superblock the disk carries (see ownArea), and residue what
+	// the blank scan finds outside it; residueKnown says it was scanned.
+	area         []span
+	residue      []*NotBlankError
+	residueKnown bool
 }
 
 // arrayFacts is what the planner knows about the array.
@@ -248,6 +279,10 @@ type arrayFacts struct {
 	// freeze is the record of a freeze whose replace is no longer
 	// running (freeze.go), or nil.
 	freeze *freezeRecord
+	// lbs is the array's logical block size (queue/logical_block_size),
+	// or 0 with lbsErr.
+	lbs    int64
+	lbsErr error
 }
 
 // cloneSource picks the member whose superblock a new member is cloned
@@ -301,6 +336,8 @@ const (
 	checkBlank     = "candidate is blank"
 	checkSize      = "candidate is big enough"
 	checkSource    = "superblock to clone"
+	checkBlockSize = "candidate's logical block size"
+	checkResume    = "interrupted run's writes"
 )
 
 // planReplace is the replace decision. It turns the facts about the array
@@ -320,9 +357,12 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 
 	// The array.
 	lvl := sysfs.Level(a.Level)
+	clustered := clusteredReason(f)
 	switch {
 	case s.metadata.Kind != sysfs.MetadataNative:
-		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata", s.metadata.Raw)
+		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
+	case clustered != "":
+		pl.fail(checkArray, ErrUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
 	case !lvl.Redundant():
 		pl.fail(checkArray, ErrUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
 	default:
@@ -446,11 +486,35 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	// The new superblock.
 	planSuperblock(pl, f, c, devUUID)
 
+	if pl.first == nil {
+		// A check that did not run is never a pass.
+		for _, ck := range p.Checks {
+			if ck.Status == CheckSkip {
+				pl.first = &RefusedError{Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: ErrUnknownFact}
+				break
+			}
+		}
+	}
 	if pl.first != nil {
 		return p, pl.first
 	}
 	planSteps(p)
 	return p, nil
+}
+
+// clusteredReason says why the array is clustered (an md-cluster array),
+// or "" when it is not: the clustered feature bit in a member's
+// superblock, or a clustered bitmap (version 5).
+func clusteredReason(f arrayFacts) string {
+	for _, ms := range f.s.members {
+		if ms.sb != nil && ms.sb.Version.Is1x() && ms.sb.Features&superblock.FeatureClustered != 0 {
+			return fmt.Sprintf("feature bit clustered in the superblock of %s", ms.Device)
+		}
+	}
+	if f.bitmap != nil && f.bitmap.Version == superblock.BitmapMajorClustered {
+		return fmt.Sprintf("bitmap version %d", superblock.BitmapMajorClustered)
+	}
+	return ""
 }
 
 // planSlot decides which slot the new disk fills.
@@ -515,7 +579,9 @@ func joinInts(v []int) string {
 	return strings.Join(s, ", ")
 }
 
-// planCandidate checks the candidate disk.
+// planCandidate checks the candidate disk. A fact candidateFacts could
+// not establish fails the check that needs it; a check that could not run
+// at all is skipped, never passed.
 func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	p := pl.p
 	s := f.s
@@ -524,13 +590,23 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 		pl.pass(checkBlockDev, "%s is block device %s (%s)", c.Path, c.Device, c.DevNum)
 	case c.Image:
 		pl.pass(checkBlockDev, "%s is an image file (allowed for tests)", c.Path)
+	case c.statErr != nil:
+		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s: %v", c.Path, c.statErr)
 	case c.Error != "":
 		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s: %s", c.Path, c.Error)
 	default:
 		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s is not a block device", c.Path)
 	}
+	if !c.BlockDevice && !c.Image {
+		for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize} {
+			pl.skip(name, "not a block device")
+		}
+		return
+	}
 	resumeAdded := p.Resume == ResumeAdded
 	switch {
+	case c.sysfsErr != nil:
+		pl.fail(checkNotMember, ErrUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
 	case c.IsArray:
 		pl.fail(checkNotMember, ErrCandidateMember, "%s is an md array itself", c.Path)
 	case resumeAdded:
@@ -555,17 +631,59 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	if c.ReadOnly {
 		inUse = append(inUse, "read-only")
 	}
-	if len(inUse) > 0 {
+	switch {
+	case len(inUse) > 0:
 		pl.fail(checkNotInUse, ErrCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
-	} else {
+	case c.sysfsErr != nil:
+		pl.fail(checkNotInUse, ErrUnknownFact, "cannot tell whether %s is held or has partitions: it is not in sysfs (%v)", c.Path, c.sysfsErr)
+	case c.busyErr != nil:
+		pl.fail(checkNotInUse, ErrUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
+	default:
 		pl.pass(checkNotInUse, "not mounted, no holders, not opened exclusively")
 	}
 
+	planBlank(pl, f, c)
+
+	switch {
+	case c.lbsErr != nil || c.LogicalBlockSize <= 0:
+		pl.fail(checkBlockSize, ErrUnknownFact, "cannot tell the logical block size of %s: %v", c.Path, c.lbsErr)
+	case f.lbsErr != nil || f.lbs <= 0:
+		pl.fail(checkBlockSize, ErrUnknownFact, "cannot tell the logical block size of %s: %v", s.name, f.lbsErr)
+	case c.LogicalBlockSize > f.lbs:
+		pl.fail(checkBlockSize, ErrCandidateBlockSize, "%s has %d-byte logical blocks, %s %d-byte ones: anything on %s addressed in %d-byte sectors would break",
+			c.Path, c.LogicalBlockSize, s.name, f.lbs, s.name, f.lbs)
+	default:
+		pl.pass(checkBlockSize, "%d-byte logical blocks (the array's are %d)", c.LogicalBlockSize, f.lbs)
+	}
+}
+
+// planBlank applies the blank rule (CheckBlank) to the candidate. A disk
+// an interrupted run of this replace wrote passes only when everything
+// outside its superblock area is blank.
+func planBlank(pl *planner, f arrayFacts, c *Candidate) {
+	p := pl.p
+	resumeAdded := p.Resume == ResumeAdded
+	if !c.scanned {
+		why := "the disk could not be read"
+		if c.scanErr != nil {
+			why = c.scanErr.Error()
+		}
+		pl.fail(checkBlank, ErrUnknownFact, "cannot tell whether %s is blank: %s", c.Path, why)
+		return
+	}
+	ours := resumeAdded || oursOnDisk(f, c)
 	var other []*NotBlankError
 	for _, fd := range c.Findings {
-		if fd.Kind != KindMDSuperblock || !(resumeAdded || oursOnDisk(f, c)) {
+		if fd.Kind != KindMDSuperblock || !ours {
 			other = append(other, fd)
 		}
+	}
+	if ours && len(other) == 0 {
+		if !c.residueKnown {
+			pl.fail(checkBlank, ErrUnknownFact, "cannot tell whether %s is blank outside its md superblock area", c.Path)
+			return
+		}
+		other = c.residue
 	}
 	if len(c.Partitions) > 0 {
 		other = append(other, &NotBlankError{Kind: KindPartitionTable, What: "kernel partitions " + strings.Join(c.Partitions, ", ")})
@@ -578,28 +696,40 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 		}
 		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: CheckFail, Reason: reason})
 		if pl.first == nil {
-			pl.first = &RefusedError{Array: p.Array, Check: checkBlank, Reason: fmt.Sprintf("%s is not blank: %s", c.Path, reason), Err: other[0]}
+			pl.first = &RefusedError{Array: p.Array, Check: checkBlank, Reason: notBlankReason(c, reason), Err: other[0]}
 		}
 	case resumeAdded:
-		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run")
+		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run; the rest of the disk is blank")
 	case len(c.Findings) > 0:
 		if p.Resume == ResumeNone {
 			p.Resume = ResumeWritten
 		}
-		pl.pass(checkBlank, "carries only the spare superblock an interrupted run of this replace wrote (dev_number %d); resuming", c.mdsb[0].DevNumber)
+		pl.pass(checkBlank, "carries only the spare superblock an interrupted run of this replace wrote (dev_number %d); the rest of the disk is blank; resuming", c.mdsb[0].DevNumber)
 	default:
-		pl.pass(checkBlank, "no md superblock, partition table or known signature")
+		pl.pass(checkBlank, "no md superblock, partition table or known signature; the first and last 4 MiB and 64 sampled blocks are one fill byte")
 	}
 }
 
+// notBlankReason is the refusal for a disk that is not blank: what was
+// found, the disk by serial and path, and what its owner can do.
+func notBlankReason(c *Candidate, finding string) string {
+	disk := c.Path
+	if c.Serial != "" {
+		disk = fmt.Sprintf("%s (serial %s)", c.Path, c.Serial)
+	}
+	return fmt.Sprintf("%s is not blank: %s. If nothing on it is needed, its owner must blank it first, for example with blkdiscard %s; wipefs -a alone is not enough (it leaves data and signatures it does not know)",
+		disk, finding, c.Path)
+}
+
 // oursOnDisk reports whether the candidate carries exactly one md
-// superblock, and it is the one an interrupted replace into this array
-// wrote: valid, of the array's version and at its location, with the
+// superblock, everything outside its area is blank, and it is the one an
+// interrupted replace into this array wrote: valid, of the array's version and at its location, with the
 // array's set UUID, creation time, level and raid_disks, events 0, role
 // spare at its own dev_number, no device flags, and a dev_number that no
 // bound member uses. Anything else on the disk makes it "not blank".
 func oursOnDisk(f arrayFacts, c *Candidate) bool {
-	if len(c.Findings) != 1 || c.Findings[0].Kind != KindMDSuperblock || len(c.mdsb) != 1 {
+	if len(c.Findings) != 1 || c.Findings[0].Kind != KindMDSuperblock || len(c.mdsb) != 1 ||
+		!c.residueKnown || len(c.residue) > 0 {
 		return false
 	}
 	got := c.mdsb[0]
@@ -789,6 +919,15 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		pl.fail(checkNewSuperblock, err, "cannot encode the superblock built for %s: %v", c.Path, err)
 		return
 	}
+	if p.Resume == ResumeWritten {
+		// The blank rule left out the area the superblock on the disk
+		// implies; it must be exactly the area this run writes.
+		if want := regionArea(regions); !slices.Equal(want, c.area) {
+			pl.fail(checkResume, c.Findings[0], "%s", notBlankReason(c, fmt.Sprintf("the md superblock area found (%v) is not the one this replace writes (%v)", c.area, want)))
+			return
+		}
+		pl.pass(checkResume, "the superblock area on the disk is the one this replace writes again")
+	}
 	p.Superblock = sb
 	p.DevNumber = n
 	p.devUUID = devUUID
@@ -798,6 +937,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	}
 	p.regions = regions
 	p.lbs = max(c.LogicalBlockSize, 512)
+	p.arrayLBS = f.lbs
 	for _, r := range regions {
 		p.Writes = append(p.Writes, Write{What: r.What, Offset: r.Off, Length: len(r.Data)})
 	}

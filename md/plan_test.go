@@ -336,7 +336,7 @@ func TestPlanResume(t *testing.T) {
 			p1, err := plan("")
 			c.Assert(err, qt.IsNil)
 			c.Assert(p1.Resume, qt.Equals, ResumeNone)
-			c.Assert(sysKernel{}.WriteDevice(path, sysfs.DevNum{}, 512, p1.regions), qt.IsNil)
+			c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
 
 			// The killed run left recovery frozen.
 			p2, err := plan(sysfs.ActionFrozen)
@@ -348,6 +348,19 @@ func TestPlanResume(t *testing.T) {
 			for i := range p1.regions {
 				c.Check(p2.regions[i].Data, qt.DeepEquals, p1.regions[i].Data)
 			}
+
+			// Reused meanwhile for headerless data (plain dm-crypt, a raw
+			// image) in the first 4 MiB, past our superblock area: not
+			// ours (issue 10, item 6).
+			fd, err := os.OpenFile(path, os.O_WRONLY, 0)
+			c.Assert(err, qt.IsNil)
+			_, err = fd.WriteAt([]byte("ciphertext"), 3<<20)
+			c.Assert(err, qt.IsNil)
+			_, err = plan(sysfs.ActionIdle)
+			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+			_, err = fd.WriteAt(make([]byte, 10), 3<<20)
+			fd.Close()
+			c.Assert(err, qt.IsNil)
 
 			// Someone else unfroze it: freeze again.
 			p3, err := plan(sysfs.ActionIdle)
@@ -366,7 +379,7 @@ func TestPlanResume(t *testing.T) {
 			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
 
 			// Anything else on the disk: not ours.
-			fd, err := os.OpenFile(path, os.O_WRONLY, 0)
+			fd, err = os.OpenFile(path, os.O_WRONLY, 0)
 			c.Assert(err, qt.IsNil)
 			_, err = fd.WriteAt([]byte("EFI PART"), 64<<20-512)
 			fd.Close()
@@ -390,12 +403,22 @@ func TestPlanResumeAdded(t *testing.T) {
 	f := r.facts(t, "")
 	cand := &Candidate{Path: "/dev/vdd", Device: "vdd", BlockDevice: true, SizeBytes: 64 << 20, LogicalBlockSize: 512,
 		MemberOf: []string{r.name}, Holders: []string{r.name}, ExclusiveBusy: true,
-		Findings: []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}}}
+		Findings: []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}},
+		scanned:  true, residueKnown: true}
 	p, err := planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
 	c.Assert(err, qt.IsNil, qt.Commentf("%+v", p.Checks))
 	c.Check(p.Resume, qt.Equals, ResumeAdded)
 	c.Check(p.Slot, qt.Equals, 2)
 	c.Check(steps(p), qt.DeepEquals, []StepKind{StepSetSlot, StepUnfreeze, StepVerify})
+
+	// Data outside the superblock area: the disk was reused meanwhile.
+	cand.residue = []*NotBlankError{{Kind: KindData, What: "data", Offset: 8 << 20}}
+	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrHasData)
+	cand.residue, cand.residueKnown = nil, false
+	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	cand.residueKnown = true
 
 	// Not frozen any more: the kernel may already have placed it.
 	f.s.action = sysfs.ActionIdle

@@ -2,15 +2,18 @@ package md
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +92,8 @@ func (m *Manager) Replace(ctx context.Context, req ReplaceRequest) (*ReplaceResu
 }
 
 // arrayFacts reads what the planner needs about the array: the snapshot
-// Discover uses, and the clone source's bitmap.
+// Discover uses, the clone source's bitmap, and the array's logical block
+// size.
 func (m *Manager) arrayFacts(name, member string) arrayFacts {
 	f := arrayFacts{s: m.read(name), member: m.memberName(member)}
 	src := cloneSource(f.s)
@@ -113,7 +117,22 @@ func (m *Manager) arrayFacts(name, member string) arrayFacts {
 		f.bitmap, _ = val.(*superblock.Bitmap)
 		f.bitmapErr = err
 	}
+	f.lbs, f.lbsErr = readBlockSize(m.fs.Path("block", name, "queue", "logical_block_size"))
 	return f
+}
+
+// readBlockSize reads a queue/logical_block_size attribute: a power of
+// two from 512 to 64 KiB, or an error.
+func readBlockSize(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("md: reading the logical block size: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 512 || n > 64<<10 || n&(n-1) != 0 {
+		return 0, fmt.Errorf("md: %s: %q is not a logical block size", path, bytes.TrimSpace(b))
+	}
+	return n, nil
 }
 
 // memberName turns a member named by path into its kernel name. A path
@@ -133,85 +152,148 @@ func (m *Manager) memberName(s string) string {
 
 // candidateFacts learns everything the planner asks about the disk at
 // path. It opens the disk read-only (and once with O_EXCL, closed at
-// once) and writes nothing.
+// once) and writes nothing. A fact it cannot establish is recorded in
+// Unknown, and it carries on with the others, so that the planner refuses
+// with every reason and the blank scan runs whenever the disk can be read.
 func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
-	c := &Candidate{Path: path, LogicalBlockSize: 512}
+	c := &Candidate{Path: path}
+	defer func() { c.Error = strings.Join(c.Unknown, "; ") }()
 	fi, err := os.Stat(path)
 	if err != nil {
-		c.Error = err.Error()
+		c.unknown(&c.statErr, "stat", err)
 		return c
 	}
 	switch {
 	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
 		bd, err := ioctl.StatBlockDevice(path)
 		if err != nil {
-			c.Error = err.Error()
+			c.unknown(&c.statErr, "block device", err)
 			return c
 		}
 		c.BlockDevice = true
 		c.dev = sysfs.DevNum{Major: bd.Major, Minor: bd.Minor}
 		c.DevNum = c.dev.String()
 		c.SizeBytes = int64(bd.Size)
-		d, err := blockdev.LookupDev(m.fs, m.devRoot, c.dev)
-		if err != nil {
-			c.Error = fmt.Sprintf("not in sysfs: %v", err)
-			return c
-		}
-		c.Device = d.Name
-		c.Holders = d.Holders
-		c.ReadOnly = d.ReadOnly
-		if d.LogicalBlockSize > 0 {
-			c.LogicalBlockSize = int64(d.LogicalBlockSize)
-		}
-		c.Partitions = m.partitions(d.Name)
-		c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
+		c.LogicalBlockSize = bd.LogicalBlockSize
 		devs := []sysfs.DevNum{c.dev}
-		for _, p := range c.Partitions {
-			if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
-				devs = append(devs, pd.Dev)
+		if d, err := blockdev.LookupDev(m.fs, m.devRoot, c.dev); err != nil {
+			// Without sysfs there is no telling holders, partitions or
+			// array membership: the planner refuses.
+			c.unknown(&c.sysfsErr, "not in sysfs", err)
+		} else {
+			c.Device = d.Name
+			c.Serial = d.Serial
+			c.Holders = d.Holders
+			c.ReadOnly = d.ReadOnly
+			if d.LogicalBlockSize != 0 && int64(d.LogicalBlockSize) != c.LogicalBlockSize {
+				c.unknown(&c.lbsErr, "logical block size", fmt.Errorf("sysfs says %d bytes, BLKSSZGET %d", d.LogicalBlockSize, c.LogicalBlockSize))
+			}
+			c.Partitions = m.partitions(d.Name)
+			c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
+			for _, p := range c.Partitions {
+				if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
+					devs = append(devs, pd.Dev)
+				}
 			}
 		}
-		c.Mounts, err = mountsOf(m.ops.mountInfo, devs)
-		if err != nil {
-			c.Error = err.Error()
-			return c
+		if c.Mounts, err = mountsOf(m.ops.mountInfo, devs); err != nil {
+			c.unknown(&c.busyErr, "mounts", err)
 		}
 		if xf, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL, 0); err == nil {
 			xf.Close()
 		} else if errors.Is(err, unix.EBUSY) {
 			c.ExclusiveBusy = true
 		} else {
-			c.Error = err.Error()
-			return c
+			c.unknown(&c.busyErr, "exclusive open", err)
 		}
 	case fi.Mode().IsRegular() && allowImage:
 		c.Image = true
 		c.Device = filepath.Base(path)
 		c.SizeBytes = fi.Size()
+		c.LogicalBlockSize = 512 // an image is addressed in 512-byte sectors
 	default:
 		return c
 	}
 
 	f, err := os.Open(path)
 	if err != nil {
-		c.Error = err.Error()
+		c.unknown(&c.scanErr, "blank scan", err)
 		return c
 	}
 	defer f.Close()
-	fds, err := blankFindings(f, c.SizeBytes)
+	if err := c.scan(f); err != nil {
+		c.unknown(&c.scanErr, "blank scan", err)
+	}
+	return c
+}
+
+// unknown records a fact that could not be established.
+func (c *Candidate) unknown(slot *error, what string, err error) {
+	if *slot == nil {
+		*slot = err
+	}
+	c.Unknown = append(c.Unknown, what+": "+err.Error())
+}
+
+// scan runs the blank scan over the candidate. When the disk carries
+// exactly one md superblock that decodes, it also scans everything but
+// the area a replace would have written with that superblock (see
+// ownArea), so that the planner can tell a half-done run of its own from
+// a disk reused since.
+func (c *Candidate) scan(r io.ReaderAt) error {
+	fds, err := blankFindings(r, c.SizeBytes)
 	if err != nil {
-		c.Error = err.Error()
-		return c
+		return err
 	}
 	c.Findings = fds
-	if pr, err := superblock.Probe(f, c.SizeBytes); err == nil {
+	if pr, err := superblock.Probe(r, c.SizeBytes); err == nil {
 		for _, cand := range pr.Candidates {
 			if cand.Err == nil && cand.Superblock != nil {
 				c.mdsb = append(c.mdsb, cand.Superblock)
 			}
 		}
 	}
-	return c
+	c.scanned = true
+	if len(c.mdsb) != 1 {
+		return nil
+	}
+	var bm *superblock.Bitmap
+	if c.mdsb[0].HasBitmap() {
+		bm, _ = superblock.ReadBitmap(r, c.mdsb[0]) // none: the area is the superblock's alone
+	}
+	if c.area = ownArea(c.mdsb[0], bm); c.area == nil {
+		return nil
+	}
+	c.residue, err = blankFindingsMasked(r, c.SizeBytes, c.area)
+	if err != nil {
+		return err
+	}
+	c.residueKnown = true
+	return nil
+}
+
+// ownArea is the superblock area a replace writes for the superblock sb
+// (and, on a bitmap array, the bitmap bm): the regions memberWrites
+// gives, each widened to whole 4 KiB blocks, which md reserves for them.
+// It returns nil when sb cannot be encoded again, or has a bitmap and bm
+// is nil.
+func ownArea(sb *superblock.Superblock, bm *superblock.Bitmap) []span {
+	regions, err := memberWrites(sb, bm)
+	if err != nil {
+		return nil
+	}
+	return regionArea(regions)
+}
+
+// regionArea widens regions to whole 4 KiB blocks.
+func regionArea(regions []region) []span {
+	out := make([]span, 0, len(regions))
+	for _, r := range regions {
+		start := r.Off &^ 4095
+		end := (r.Off + int64(len(r.Data)) + 4095) &^ 4095
+		out = append(out, span{start, end - start})
+	}
+	return out
 }
 
 // partitions lists the kernel's partitions of disk name: the entries of

@@ -136,18 +136,18 @@ func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) e
 	return nil
 }
 
-func (k *fakeKernel) WriteDevice(path string, dev sysfs.DevNum, lbs int64, regions []region) error {
-	what := make([]string, len(regions))
-	for i, r := range regions {
+func (k *fakeKernel) WriteDevice(w deviceWrite) error {
+	what := make([]string, len(w.Regions))
+	for i, r := range w.Regions {
 		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
 	}
-	if err := k.record("WriteDevice", filepath.Base(path), lbs, strings.Join(what, " ")); err != nil {
+	if err := k.record("WriteDevice", filepath.Base(w.Path), w.LBS, strings.Join(what, " ")); err != nil {
 		return err
 	}
 	k.mu.Lock()
-	k.added = filepath.Base(path)
+	k.added = filepath.Base(w.Path)
 	k.mu.Unlock()
-	return sysKernel{}.WriteDevice(path, dev, lbs, regions)
+	return sysKernel{}.WriteDevice(w)
 }
 
 // addedMember is what the fake shows after ADD_NEW_DISK of name: an
@@ -189,6 +189,15 @@ func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	dir := t.TempDir()
 	mi := filepath.Join(dir, "mountinfo")
 	if err := os.WriteFile(mi, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The captures predate recording the array's queue/; every array of
+	// the suite has 512-byte logical blocks.
+	q := m.fs.Path("block", fc.Info.Array, "queue")
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, "logical_block_size"), []byte("512\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	k := &fakeKernel{fs: m.fs}

@@ -151,10 +151,15 @@ func (vm *VM) AddDisk(d Disk) error {
 	}); err != nil {
 		return err
 	}
-	_, err := vm.QMP("device_add", map[string]any{
+	dev := map[string]any{
 		"driver": "virtio-blk-pci", "id": fmt.Sprintf("disk%d", d.Slot), "drive": node,
 		"bus": "pci.0", "addr": d.Addr(), "serial": d.serial(),
-	})
+	}
+	if d.LogicalBlockSize != 0 {
+		dev["logical_block_size"] = d.LogicalBlockSize
+		dev["physical_block_size"] = d.LogicalBlockSize
+	}
+	_, err := vm.QMP("device_add", dev)
 	return err
 }
 

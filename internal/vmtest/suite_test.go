@@ -39,11 +39,20 @@ func TestGuestPackages(t *testing.T) {
 			}
 			t.Logf("built %s in %v", p.ImportPath, time.Since(start).Round(time.Millisecond))
 			guestExe := "/vmtest/bin/" + filepath.Base(exe)
+			// One more disk after the scratch disks: 4Kn (4096-byte
+			// logical blocks), for tests that need one
+			// (guest.Disk4Kn).
+			disks := TestDisks(t, suiteDisks, suiteDiskSize)
+			kn := filepath.Join(t.TempDir(), "disk4kn.img")
+			if err := CreateImage(kn, suiteDiskSize); err != nil {
+				t.Fatal(err)
+			}
+			disks = append(disks, Disk{Path: kn, Slot: suiteDisks, LogicalBlockSize: 4096})
 			res, err := r.RunTest(t, Config{
 				Cmd:     []string{guestExe, "-test.v", "-test.timeout=4m", "-test.run=^TestVM"},
 				Dir:     "/src/" + p.Rel,
 				Files:   map[string]string{guestExe: exe},
-				Disks:   TestDisks(t, suiteDisks, suiteDiskSize),
+				Disks:   disks,
 				Timeout: 5 * time.Minute,
 			})
 			if res != nil {

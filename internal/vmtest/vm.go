@@ -44,6 +44,17 @@ type Disk struct {
 	Path   string // raw image file on the host
 	Slot   int    // PCI address 0000:00:(0x10+Slot).0, bus pci.0
 	Serial string // virtio serial; "mdtest-<Slot>" when empty
+	// LogicalBlockSize, when set (4096 for a 4Kn disk), is the disk's
+	// logical and physical block size; 512 otherwise.
+	LogicalBlockSize int
+}
+
+// blockSizeOpts returns QEMU's device options for d's block size.
+func (d Disk) blockSizeOpts() string {
+	if d.LogicalBlockSize == 0 {
+		return ""
+	}
+	return fmt.Sprintf(",logical_block_size=%d,physical_block_size=%d", d.LogicalBlockSize, d.LogicalBlockSize)
 }
 
 // Addr is the disk's PCI device number as QEMU takes it ("0x10").
@@ -297,7 +308,7 @@ func diskArgs(d Disk) []string {
 	id := fmt.Sprintf("d%d", d.Slot)
 	return []string{
 		"-drive", fmt.Sprintf("if=none,id=%s,file=%s,format=raw,cache=unsafe", id, d.Path),
-		"-device", fmt.Sprintf("virtio-blk-pci,id=disk%d,drive=%s,bus=pci.0,addr=%s,serial=%s", d.Slot, id, d.Addr(), d.serial()),
+		"-device", fmt.Sprintf("virtio-blk-pci,id=disk%d,drive=%s,bus=pci.0,addr=%s,serial=%s%s", d.Slot, id, d.Addr(), d.serial(), d.blockSizeOpts()),
 	}
 }
 

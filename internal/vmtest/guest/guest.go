@@ -70,6 +70,9 @@ type Disk struct {
 	Serial string // "mdtest-0"
 	Slot   int    // PCI device number minus FirstSlot (the host's vmtest.Disk.Slot)
 	Size   int64  // bytes
+	// LogicalBlockSize is queue/logical_block_size: 512, or 4096 on a
+	// 4Kn disk.
+	LogicalBlockSize int64
 }
 
 // Open opens the disk read-only, for use as an io.ReaderAt of d.Size
@@ -113,6 +116,7 @@ func Disks() ([]Disk, error) {
 			return nil, fmt.Errorf("guest: size of %s: %w", d.Name, err)
 		}
 		d.Size = sectors * 512
+		d.LogicalBlockSize, _ = strconv.ParseInt(readTrim(filepath.Join(sys, "queue", "logical_block_size")), 10, 64)
 		disks = append(disks, d)
 	}
 	sort.Slice(disks, func(i, j int) bool { return disks[i].Slot < disks[j].Slot })
@@ -120,7 +124,8 @@ func Disks() ([]Disk, error) {
 }
 
 // ScratchDisks requires the guest, resets all disks now and when the test
-// ends, and returns the first n disks (failing if there are fewer).
+// ends, and returns the first n disks with 512-byte logical blocks
+// (failing if there are fewer).
 func ScratchDisks(t testing.TB, n int) []Disk {
 	t.Helper()
 	Require(t)
@@ -128,12 +133,37 @@ func ScratchDisks(t testing.TB, n int) []Disk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(disks) < n {
-		t.Fatalf("need %d scratch disks, the VM has %d", n, len(disks))
+	var scratch []Disk // 512-byte disks; the 4Kn one is Disk4Kn's
+	for _, d := range disks {
+		if d.LogicalBlockSize != 4096 {
+			scratch = append(scratch, d)
+		}
+	}
+	if len(scratch) < n {
+		t.Fatalf("need %d scratch disks, the VM has %d", n, len(scratch))
 	}
 	Reset(t)
 	t.Cleanup(func() { Reset(t) })
-	return disks[:n]
+	return scratch[:n]
+}
+
+// Disk4Kn returns the suite's disk with 4096-byte logical blocks, failing
+// the test when the VM has none. ScratchDisks resets it with the others;
+// it never is one of the first n it returns.
+func Disk4Kn(t testing.TB) Disk {
+	t.Helper()
+	Require(t)
+	disks, err := Disks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range disks {
+		if d.LogicalBlockSize == 4096 {
+			return d
+		}
+	}
+	t.Fatal("the VM has no 4Kn disk (logical_block_size=4096)")
+	return Disk{}
 }
 
 // DiskByName returns the disk for "vda" or "/dev/vda".
