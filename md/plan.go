@@ -363,6 +363,8 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
 	case clustered != "":
 		pl.fail(checkArray, ErrUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
+	case f.bitmap != nil && f.bitmap.Version == superblock.BitmapMajorLockless:
+		pl.fail(checkArray, ErrUnsupportedArray, "the array has a lockless bitmap (llbitmap, bitmap version %d, Linux 6.18+): its layout differs from the classic bitmap's, so a new member's bitmap cannot be made from it", superblock.BitmapMajorLockless)
 	case !lvl.Redundant():
 		pl.fail(checkArray, ErrUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
 	default:

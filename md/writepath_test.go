@@ -264,6 +264,15 @@ func TestPlanRefusesClusteredAndExternal(t *testing.T) {
 	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
 	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
 	c.Check(err, qt.ErrorMatches, `.*bitmap version 5.*`)
+
+	// A lockless bitmap (Linux 6.18+, version 6) is refused too: its
+	// chunk size, bit area and per-chunk states differ from the classic
+	// bitmap the clone would copy (docs/kernels.md).
+	bm.Version = superblock.BitmapMajorLockless
+	f.bitmap = &bm
+	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
+	c.Check(err, qt.ErrorMatches, `.*lockless bitmap \(llbitmap.*`)
 }
 
 // TestExecuteFinalBlankCheck (item 10): a file system made between the
