@@ -1,6 +1,8 @@
 package md
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,12 +31,17 @@ func build(s *snapshot, devRoot string) Array {
 		Slots:     []Slot{},
 		Spares:    []Member{},
 		Faulty:    []Member{},
-		Errors:    s.errs,
+		Errors:    slices.Clone(s.errs),
 	}
 	if s.chunk > 0 {
 		a.ChunkBytes = uint64(s.chunk)
 	}
 	a.SizeBytes = s.size * 512
+	if s.raidDisks > superblock.MaxDev1 {
+		// No kernel shows more slots than 1.x metadata holds.
+		a.Errors = append(a.Errors, fmt.Sprintf("raid_disks: %d exceeds the limit of %d slots: ignored", s.raidDisks, superblock.MaxDev1))
+		a.RaidDisks = 0
+	}
 	a.ComponentBytes = s.component * 1024
 
 	// An array runs when a personality is bound: the level is a name (a
@@ -64,7 +71,20 @@ func build(s *snapshot, devRoot string) Array {
 			a.Level = newest.Level.String()
 		}
 		if a.RaidDisks == 0 {
-			a.RaidDisks = int(newest.RaidDisks)
+			// Not running: sysfs shows no raid_disks, and the
+			// superblock's count sizes the slot table. It comes
+			// from the disk: bound it by what the format can hold.
+			if lim := slotLimit(newest.Version); newest.RaidDisks > uint32(lim) {
+				e := fmt.Sprintf("superblock raid_disks %d exceeds the %s limit of %d slots: ignored", newest.RaidDisks, newest.Version, lim)
+				for i := range s.members {
+					if s.members[i].sb == newest {
+						s.members[i].Error = joinError(s.members[i].Error, e)
+					}
+				}
+				a.Errors = append(a.Errors, "raid_disks: "+e)
+			} else {
+				a.RaidDisks = int(newest.RaidDisks)
+			}
 		}
 	}
 
@@ -184,4 +204,23 @@ func activity(s *snapshot) Activity {
 		act.ETASeconds = (act.TotalSectors - act.DoneSectors) / 2 / act.SpeedKiBs
 	}
 	return act
+}
+
+// slotLimit is the most slots a superblock of version v can describe:
+// 27 for 0.90 (MD_SB_DISKS), 1920 for 1.x (the roles that fit in 4 KiB,
+// the kernel's bound on max_dev). A count above it is a crafted or
+// damaged superblock and must never size an allocation.
+func slotLimit(v superblock.Version) int {
+	if v == superblock.Version090 {
+		return superblock.Disks090
+	}
+	return superblock.MaxDev1
+}
+
+// joinError appends e to a member's error text.
+func joinError(old, e string) string {
+	if old == "" {
+		return e
+	}
+	return old + "; " + e
 }

@@ -1,0 +1,173 @@
+package md
+
+// Tests of issue 15: members crafted from the real captures with the
+// project's encoder (checksums valid, only the field under test hostile)
+// must not blind the report on other arrays, size allocations, or
+// resolve ambiguously.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// eightArrays materializes the real eight-array capture and returns a
+// Manager on it with the sysfs and dev roots.
+func eightArrays(t testing.TB) (m *Manager, sys, dev string) {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, dev, err = fc.Materialize(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = Open(&Config{SysRoot: sys, DevRoot: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, sys, dev
+}
+
+// membersOf returns the kernel names of an array's members.
+func membersOf(t testing.TB, m *Manager, array string) []string {
+	t.Helper()
+	a, err := m.Status(context.Background(), array)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mem := range members(&a) {
+		out = append(out, mem.Device)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s has no members", array)
+	}
+	return out
+}
+
+// setAttr overwrites a sysfs attribute of the fixture tree.
+func setAttr(t testing.TB, m *Manager, array, attr, value string) {
+	t.Helper()
+	if err := os.WriteFile(m.fs.Path("block", array, "md", attr), []byte(value), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deactivate makes array look as mdadm -I leaves one: assembled, not
+// running, with no raid_disks in sysfs.
+func deactivate(t testing.TB, m *Manager, array string) {
+	t.Helper()
+	setAttr(t, m, array, "array_state", "inactive\n")
+	setAttr(t, m, array, "level", "")
+	setAttr(t, m, array, "raid_disks", "")
+}
+
+// craft rewrites the superblock of member dev (a kernel name) under the
+// dev root.
+func craft(t testing.TB, devRoot, dev string, mutate func(*superblock.Superblock)) {
+	t.Helper()
+	if err := fixture.Craft(filepath.Join(devRoot, dev), mutate); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkOthersHealthy checks that every array but the crafted one reports
+// in full.
+func checkOthersHealthy(c *qt.C, r *Report, crafted string) {
+	c.Helper()
+	c.Assert(r.Arrays, qt.HasLen, 8)
+	for _, a := range r.Arrays {
+		if a.Device == crafted {
+			continue
+		}
+		c.Check(a.Errors, qt.HasLen, 0, qt.Commentf("%s", a.Device))
+		c.Check(a.Availability, qt.Equals, Online, qt.Commentf("%s", a.Device))
+		c.Check(a.Slots, qt.HasLen, 2, qt.Commentf("%s", a.Device))
+	}
+}
+
+// craftedCounts are the arrays of eight-arrays used for count tests, one
+// per format family, with the slot limit of their format.
+var craftedCounts = []struct {
+	array   string
+	version string
+	limit   uint32
+}{
+	{"md3", "0.90", superblock.Disks090},
+	{"md4", "1.2", superblock.MaxDev1},
+}
+
+// TestCraftedRaidDisks: an inactive array sizes its slot table from the
+// newest member's superblock; a count past what the format holds is
+// flagged on that member and ignored, and the other arrays still report.
+func TestCraftedRaidDisks(t *testing.T) {
+	for _, tt := range craftedCounts {
+		for _, n := range []uint32{tt.limit + 1, 10_000_000, 0xffffffff} {
+			c := qt.New(t)
+			m, _, dev := eightArrays(t)
+			victims := membersOf(t, m, tt.array)
+			deactivate(t, m, tt.array)
+			craft(t, dev, victims[0], func(sb *superblock.Superblock) {
+				sb.RaidDisks = n
+				sb.Events += 10 // the newest superblock
+			})
+			r, err := m.Discover(context.Background())
+			c.Assert(err, qt.IsNil)
+			checkOthersHealthy(c, r, tt.array)
+			var a Array
+			for _, x := range r.Arrays {
+				if x.Device == tt.array {
+					a = x
+				}
+			}
+			c.Assert(a.Device, qt.Equals, tt.array)
+			c.Check(a.RaidDisks, qt.Equals, 0, qt.Commentf("raid_disks %d", n))
+			c.Check(len(a.Slots), qt.Equals, 0)
+			c.Check(strings.Join(a.Errors, "\n"), qt.Contains, fmt.Sprintf("exceeds the %s limit of %d slots", tt.version, tt.limit))
+			mem, _ := a.Find(victims[0])
+			c.Assert(mem, qt.Not(qt.IsNil))
+			c.Check(mem.Error, qt.Contains, "raid_disks")
+			other, _ := a.Find(victims[1])
+			c.Assert(other, qt.Not(qt.IsNil))
+			c.Check(other.Error, qt.Equals, "")
+		}
+	}
+}
+
+// TestCraftedRaidDisksInLimit: a count the format allows is used.
+func TestCraftedRaidDisksInLimit(t *testing.T) {
+	for _, tt := range craftedCounts {
+		c := qt.New(t)
+		m, _, dev := eightArrays(t)
+		victims := membersOf(t, m, tt.array)
+		deactivate(t, m, tt.array)
+		craft(t, dev, victims[0], func(sb *superblock.Superblock) { sb.RaidDisks = tt.limit; sb.Events += 10 })
+		a, err := m.Status(context.Background(), tt.array)
+		c.Assert(err, qt.IsNil)
+		c.Check(a.RaidDisks, qt.Equals, int(tt.limit))
+		c.Check(a.Slots, qt.HasLen, int(tt.limit))
+		c.Check(a.Errors, qt.HasLen, 0)
+	}
+}
+
+// TestSysfsRaidDisksBound: garbage in sysfs raid_disks does not size an
+// allocation either.
+func TestSysfsRaidDisksBound(t *testing.T) {
+	c := qt.New(t)
+	m, _, _ := eightArrays(t)
+	setAttr(t, m, "md3", "raid_disks", "4000000000\n")
+	a, err := m.Status(context.Background(), "md3")
+	c.Assert(err, qt.IsNil)
+	c.Check(len(a.Slots) <= superblock.MaxDev1, qt.IsTrue, qt.Commentf("%d slots", len(a.Slots)))
+	c.Check(strings.Join(a.Errors, "\n"), qt.Contains, "raid_disks")
+}
