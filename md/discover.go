@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -65,8 +66,16 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 }
 
 // Resolve turns an array name as a user would type it into the kernel
-// name: "md127", "/dev/md127", "md/boot", "/dev/md/boot" or "boot" (a name
-// from the superblock). The error matches ErrNoArray when nothing matches.
+// name: "md127", "/dev/md127", "md/boot", "/dev/md/boot", "boot" or
+// "talos:boot" (a name from the superblock), or the array UUID (in
+// canonical form or as mdadm prints it). The error matches ErrNoArray when
+// nothing matches.
+//
+// Kernel names and device nodes are unique and are tried first. Names and
+// UUIDs come from the members' superblocks, which anyone who plugs in a
+// disk controls: when more than one array matches, Resolve refuses with an
+// *AmbiguousError (matching ErrAmbiguous) that lists them all, rather than
+// pick one.
 func (m *Manager) Resolve(name string) (string, error) {
 	arrays, err := m.fs.Arrays()
 	if err != nil {
@@ -92,16 +101,55 @@ func (m *Manager) Resolve(name string) (string, error) {
 			}
 		}
 	}
+	// A superblock name is chosen by whoever wrote the disk: two arrays
+	// can carry the same one, and then the name says nothing.
 	short := strings.TrimPrefix(base, "md/")
 	fsys := m.fs.WithCache()
+	var found []string
 	for _, a := range arrays {
 		st := m.status(fsys, a)
-		if st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) {
-			return a, nil
+		if st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) || sameUUID(st.UUID, base) {
+			found = append(found, a)
 		}
 	}
-	return "", fmt.Errorf("%w: %s", ErrNoArray, name)
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: %s", ErrNoArray, escape.Text(name))
+	case 1:
+		return found[0], nil
+	}
+	sort.Slice(found, func(i, j int) bool { return lessDevice(found[i], found[j]) })
+	return "", &AmbiguousError{Name: name, Arrays: found}
 }
+
+// sameUUID reports whether the array UUID u (canonical form) is what the
+// user typed: the same 32 hex digits, with dashes or mdadm's colons.
+func sameUUID(u, typed string) bool {
+	digits := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", ":", "").Replace(s)) }
+	d := digits(typed)
+	return u != "" && len(d) == 32 && d == digits(u)
+}
+
+// ErrAmbiguous is matched by the error for an array name that more than
+// one array carries.
+var ErrAmbiguous = errors.New("md: array name is ambiguous")
+
+// AmbiguousError is returned for a superblock name that more than one
+// array carries; it lists them all. It matches ErrAmbiguous.
+type AmbiguousError struct {
+	Name   string   // the name asked for
+	Arrays []string // kernel names of the arrays that carry it, sorted
+}
+
+// Error names the candidates; the name is escaped (it may come from a
+// disk).
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("%v: %q is the name of %s; name the array by device (%s) or UUID",
+		ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Arrays, ", "))
+}
+
+// Is reports whether target is ErrAmbiguous.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
 
 // snapshot is everything read about one array, before any decision.
 type snapshot struct {

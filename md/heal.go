@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
 // Outcome is what heal did, or would do, about one slot or array.
@@ -106,7 +107,8 @@ var (
 type HealOptions struct {
 	// Store holds the slot records; required.
 	Store Store
-	// Array limits the pass to one array, by UUID or kernel name; empty
+	// Array limits the pass to one array, named as Manager.Resolve accepts
+	// it (kernel name, UUID, name; an ambiguous one is refused); empty
 	// for every array.
 	Array string
 	// DryRun plans but writes nothing (OutcomeWouldHeal).
@@ -148,14 +150,20 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 		return nil, err
 	}
 	if opts.Array != "" {
+		// One resolution rule for every command: a UUID or name that
+		// more than one array carries is refused.
+		kname, err := m.Resolve(opts.Array)
+		if err != nil {
+			return nil, err
+		}
 		var keep []Array
 		for _, a := range r.Arrays {
-			if a.UUID == opts.Array || a.Device == opts.Array {
+			if a.Device == kname {
 				keep = append(keep, a)
 			}
 		}
 		if len(keep) == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoArray, opts.Array)
+			return nil, fmt.Errorf("%w: %s", ErrNoArray, escape.Text(opts.Array))
 		}
 		r.Arrays = keep
 	}

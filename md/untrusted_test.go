@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/superblock"
@@ -170,4 +171,68 @@ func TestSysfsRaidDisksBound(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(len(a.Slots) <= superblock.MaxDev1, qt.IsTrue, qt.Commentf("%d slots", len(a.Slots)))
 	c.Check(strings.Join(a.Errors, "\n"), qt.Contains, "raid_disks")
+}
+
+// renameArray gives every member of array the set name full, as a
+// crafted disk can.
+func renameArray(t testing.TB, m *Manager, dev, array, full string) {
+	t.Helper()
+	for _, mem := range membersOf(t, m, array) {
+		craft(t, dev, mem, func(sb *superblock.Superblock) {
+			if err := sb.SetFullName(full); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestResolveAmbiguous: two arrays named alike are refused by name, with
+// both listed, by every command that takes an array; device names and
+// UUIDs stay unambiguous.
+func TestResolveAmbiguous(t *testing.T) {
+	c := qt.New(t)
+	m, _, dev := eightArrays(t)
+	md0, err := m.Status(context.Background(), "md0")
+	c.Assert(err, qt.IsNil)
+	c.Assert(md0.Name, qt.Not(qt.Equals), "")
+	renameArray(t, m, dev, "md4", md0.Homehost+":"+md0.Name)
+
+	for _, name := range []string{md0.Name, "md/" + md0.Name, "/dev/md/" + md0.Name, md0.Homehost + ":" + md0.Name} {
+		_, err := m.Resolve(name)
+		c.Check(err, qt.ErrorIs, ErrAmbiguous, qt.Commentf("%s", name))
+		var ae *AmbiguousError
+		if c.Check(err, qt.ErrorAs, &ae) {
+			c.Check(ae.Arrays, qt.DeepEquals, []string{"md0", "md4"})
+		}
+		c.Check(err, qt.ErrorMatches, `.*md0 and md4.*`)
+	}
+	ctx := context.Background()
+	_, err = m.Status(ctx, md0.Name)
+	c.Check(err, qt.ErrorIs, ErrAmbiguous)
+	c.Check(m.Fail(ctx, md0.Name, md0.Slots[0].Member.Device), qt.ErrorIs, ErrAmbiguous)
+	c.Check(m.Remove(ctx, md0.Name, md0.Slots[0].Member.Device), qt.ErrorIs, ErrAmbiguous)
+	c.Check(m.Run(ctx, md0.Name), qt.ErrorIs, ErrAmbiguous)
+	_, err = m.PlanReplace(ctx, ReplaceRequest{Array: md0.Name, With: filepath.Join(dev, "nothing")})
+	c.Check(err, qt.ErrorIs, ErrAmbiguous)
+
+	for _, name := range []string{"md0", "/dev/md0", md0.UUID, strings.ToUpper(md0.UUID)} {
+		got, err := m.Resolve(name)
+		c.Check(err, qt.IsNil, qt.Commentf("%s", name))
+		c.Check(got, qt.Equals, "md0", qt.Commentf("%s", name))
+	}
+
+	// Two arrays with one UUID (a cloned disk) are ambiguous by UUID too.
+	md4, err := m.Status(ctx, "md4")
+	c.Assert(err, qt.IsNil)
+	for _, mem := range membersOf(t, m, "md4") {
+		craft(t, dev, mem, func(sb *superblock.Superblock) { sb.SetUUID = uuid.MustParse(md0.UUID) })
+	}
+	_, err = m.Resolve(md0.UUID)
+	c.Check(err, qt.ErrorIs, ErrAmbiguous)
+	store := &MemoryStore{}
+	c.Assert(store.Save(ctx, &Records{}), qt.IsNil)
+	_, err = m.Heal(ctx, HealOptions{Store: store, Array: md0.UUID})
+	c.Check(err, qt.ErrorIs, ErrAmbiguous)
+	_, err = m.Heal(ctx, HealOptions{Store: store, Array: md4.Device})
+	c.Check(err, qt.IsNil, qt.Commentf("a kernel name is never ambiguous"))
 }
