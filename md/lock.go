@@ -35,15 +35,53 @@ func (e *LockedError) Error() string {
 // Is reports whether target is ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
+// ErrUnsafeRunDir is matched by the error for a run directory, or a lock
+// file in it, that someone other than us could have planted: lock files
+// are opened by root at predictable names, so a directory another user
+// can write to would let them point root at any file.
+var ErrUnsafeRunDir = errors.New("md: unsafe run directory")
+
 // lockArray takes the exclusive lock of the array with the given key
 // (its UUID) under dir, without waiting: flock(LOCK_EX|LOCK_NB) on
 // dir/replace-KEY.lock. The lock belongs to the open file, so two
 // replaces in one process exclude each other too, and the kernel drops it
 // when the process dies; the file is never removed, since removing a lock
 // file races with the next locker. It returns the unlock function.
-func lockArray(dir, key string) (func(), error) {
+//
+// dir must be owned by the effective user (root, in production) and not
+// writable by group or others; see lockArrayAs.
+func lockArray(dir, key string) (func(), error) { return lockArrayAs(dir, key, os.Geteuid()) }
+
+// lockArrayAs is lockArray for a process whose files belong to uid (the
+// seam for tests, which cannot make files owned by another user). It
+// refuses, with an error matching ErrUnsafeRunDir and without writing
+// anything:
+//   - a run directory not owned by uid, or writable by group or others;
+//   - a lock file that is a symbolic link (it is opened with O_NOFOLLOW,
+//     relative to the directory already checked), not a regular file,
+//     not owned by uid, or with more than one link.
+//
+// A lock file it creates (O_EXCL) gets the PID; an existing one, left by
+// an earlier run and checked as above, has its PID overwritten in place
+// and is never truncated.
+func lockArrayAs(dir, key string, uid int) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("md: lock directory: %w", err)
+	}
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("md: lock directory %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return nil, fmt.Errorf("md: lock directory %s: %w", dir, err)
+	}
+	switch {
+	case int(st.Uid) != uid:
+		return nil, fmt.Errorf("%w: %s is owned by uid %d, not %d (nothing was written)", ErrUnsafeRunDir, dir, st.Uid, uid)
+	case st.Mode&0o022 != 0:
+		return nil, fmt.Errorf("%w: %s is writable by group or others (mode %#o; nothing was written)", ErrUnsafeRunDir, dir, st.Mode&0o7777)
 	}
 	key = strings.Map(func(r rune) rune {
 		if r == '/' || r == 0 {
@@ -51,12 +89,42 @@ func lockArray(dir, key string) (func(), error) {
 		}
 		return r
 	}, key)
-	path := filepath.Join(dir, "replace-"+key+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("md: lock: %w", err)
+	name := "replace-" + key + ".lock"
+	path := filepath.Join(dir, name)
+	const flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	created := true
+	fd, err := unix.Openat(dfd, name, flags|unix.O_CREAT|unix.O_EXCL, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		created = false
+		fd, err = unix.Openat(dfd, name, flags, 0)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%w: lock %s is a symbolic link (nothing was written)", ErrUnsafeRunDir, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("md: lock: %w", &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if !created {
+		if err := unix.Fstat(fd, &st); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("md: lock %s: %w", path, err)
+		}
+		var why string
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			why = "is not a regular file"
+		case int(st.Uid) != uid:
+			why = fmt.Sprintf("is owned by uid %d, not %d", st.Uid, uid)
+		case st.Nlink != 1:
+			why = fmt.Sprintf("has %d links", st.Nlink)
+		}
+		if why != "" {
+			f.Close()
+			return nil, fmt.Errorf("%w: lock %s %s (nothing was written)", ErrUnsafeRunDir, path, why)
+		}
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			le := &LockedError{Path: path}
@@ -68,11 +136,11 @@ func lockArray(dir, key string) (func(), error) {
 		}
 		return nil, fmt.Errorf("md: lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	// The PID, padded to a fixed width so that overwriting an older one
+	// in place leaves no digits of it behind (the reader trims spaces).
+	f.WriteAt([]byte(fmt.Sprintf("%-20d\n", os.Getpid())), 0)
 	return func() {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		unix.Flock(fd, unix.LOCK_UN)
 		f.Close()
 	}, nil
 }

@@ -22,7 +22,9 @@ type Config struct {
 	// superblocks.
 	DevRoot string
 	// RunDir holds the per-array lock files of replace; default
-	// DefaultRunDir (/run/mdraid).
+	// DefaultRunDir (/run/mdraid). It is created if missing; one not
+	// owned by the effective user or writable by group or others is
+	// refused (ErrUnsafeRunDir), since lock files have predictable names.
 	RunDir string
 	// MountInfo is the mount table read to refuse mounted disks; default
 	// /proc/self/mountinfo.
