@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
 // EventType names an event. Where mdadm --monitor has an event for the same
@@ -145,7 +147,8 @@ func (e Event) String() string {
 	if e.Reason != "" {
 		s += ": " + e.Reason
 	}
-	return s
+	// The reason can quote a name from a disk.
+	return escape.Text(s)
 }
 
 // Env returns the event as environment variables for a program run per
@@ -154,15 +157,22 @@ func (e Event) String() string {
 // node), MDRAID_SLOT, MDRAID_BY_PATH, MDRAID_ACTION, MDRAID_PERCENT,
 // MDRAID_SPARES, MDRAID_EXPECTED, MDRAID_REASON and MDRAID_TIME. Variables
 // that do not apply are left out.
+//
+// The values are untrusted: the array name comes from a superblock and the
+// reason may quote one, so whoever wrote a disk chooses them. Every value
+// is escaped as mdctl's text output escapes it (control characters,
+// newlines and bytes that are not UTF-8 become \xHH, a backslash \\), so
+// no value spans lines or carries terminal sequences; a program must still
+// never hand one to a shell or use it as a path.
 func (e Event) Env() []string {
 	env := []string{
-		"MDRAID_EVENT=" + string(e.Type),
-		"MDRAID_ARRAY=" + e.ArrayPath,
+		"MDRAID_EVENT=" + escape.Text(string(e.Type)),
+		"MDRAID_ARRAY=" + escape.Text(e.ArrayPath),
 		"MDRAID_TIME=" + e.Time.Format(time.RFC3339Nano),
 	}
 	add := func(k, v string) {
 		if v != "" {
-			env = append(env, k+"="+v)
+			env = append(env, k+"="+escape.Text(v))
 		}
 	}
 	itoa := func(p *int) string {
@@ -186,10 +196,11 @@ func (e Event) Env() []string {
 
 // Args returns the arguments mdadm --monitor --program passes: the event
 // name, the array's device node and, for member events, the member's.
+// They are escaped as Env's values are.
 func (e Event) Args() []string {
-	args := []string{string(e.Type), e.ArrayPath}
+	args := []string{escape.Text(string(e.Type)), escape.Text(e.ArrayPath)}
 	if e.MemberPath != "" {
-		args = append(args, e.MemberPath)
+		args = append(args, escape.Text(e.MemberPath))
 	}
 	return args
 }

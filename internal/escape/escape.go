@@ -71,6 +71,21 @@ func Lines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// Safe reports whether s can be shown as it is: valid UTF-8 with only
+// printable runes (no control characters, no newline). Text's result
+// always is.
+func Safe(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !printable(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // printable is the set of runes Text keeps: unicode.IsPrint, which admits
 // letters, marks, numbers, punctuation, symbols and the ASCII space only.
 func printable(r rune) bool { return unicode.IsPrint(r) }

@@ -3,8 +3,6 @@ package escape
 import (
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	qt "github.com/frankban/quicktest"
 )
@@ -35,20 +33,6 @@ func TestText(t *testing.T) {
 func TestLines(t *testing.T) {
 	qt.Check(t, Lines("one\ntwo \x1b[2J\nthree"), qt.Equals, "one\ntwo \\x1b[2J\nthree")
 	qt.Check(t, Lines("plain\ntext"), qt.Equals, "plain\ntext")
-}
-
-// Safe reports what Text promises of its output: valid UTF-8 and only
-// printable runes.
-func Safe(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 func FuzzText(f *testing.F) {
