@@ -321,12 +321,12 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			whole(OutcomeRefused, fmt.Errorf("%w: record %s while it is healthy first", ErrNoRecord, a.Device))
 			continue
 		}
-		if rec.Level != a.Level || rec.RaidDisks != a.RaidDisks || rec.Metadata != a.Metadata {
+		if rec.Level != a.Level || rec.RaidDisks != a.RaidDisks || rec.Metadata != storable(a.Metadata) {
 			whole(OutcomeRefused, fmt.Errorf("%w: array is %s, metadata %s, %d slots; record says %s, metadata %s, %d slots",
 				ErrRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
 			continue
 		}
-		if rec.Homehost != a.Homehost {
+		if rec.Homehost != storable(a.Homehost) { // stored as NewRecord stores it
 			whole(OutcomeRefused, fmt.Errorf("%w: the array's homehost is %q, its record says %q; record it again on this host once healthy",
 				ErrRecordHost, a.Homehost, rec.Homehost))
 			continue

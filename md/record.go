@@ -12,8 +12,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
 // Record is what is remembered about one array while it was fully
@@ -123,9 +126,9 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 	now = now.UTC()
 	r := Record{
 		UUID:           a.UUID,
-		Name:           a.Name,
-		Homehost:       a.Homehost,
-		Metadata:       a.Metadata,
+		Name:           storable(a.Name),
+		Homehost:       storable(a.Homehost),
+		Metadata:       storable(a.Metadata),
 		Level:          a.Level,
 		RaidDisks:      a.RaidDisks,
 		ComponentBytes: a.ComponentBytes,
@@ -145,19 +148,40 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 			// heal needs. A disk on a bus without by-path names (loop,
 			// other virtual devices) cannot be healed anyway.
 			return refuse("member %s of slot %d has no by-path identity (gone, or on a bus without one)", m.Device, i)
+		case !validByPath(m.ByPath):
+			return refuse("member %s of slot %d has an invalid by-path identity %q", m.Device, i, escape.Text(m.ByPath))
 		}
 		r.Slots = append(r.Slots, SlotRecord{
 			Slot:        i,
 			ByPath:      m.ByPath,
-			Device:      m.Device,
-			Serial:      m.Serial,
-			WWN:         m.WWN,
+			Device:      storable(m.Device),
+			Serial:      storable(m.Serial),
+			WWN:         storable(m.WWN),
 			DeviceUUID:  m.DeviceUUID,
 			SizeBytes:   m.SizeBytes,
 			LastHealthy: now,
 		})
 	}
 	return r, nil
+}
+
+// validByPath reports whether p can be recorded as a by-path identity: a
+// non-empty single path element of valid UTF-8 without spaces.
+func validByPath(p string) bool {
+	return p != "" && utf8.ValidString(p) && !strings.ContainsAny(p, "/\x00 \n")
+}
+
+// storable returns s as a record keeps it: unchanged when it is valid
+// UTF-8, else escaped (escape.Text). Names and serials come from disks and
+// firmware and may hold any bytes; JSON would turn those into U+FFFD and
+// the stored records would then never match their checksum. The escaped
+// form is what text output shows, and it is only informational: heal
+// matches by by-path identity and UUIDs, which are checked, not by these.
+func storable(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return escape.Text(s)
 }
 
 // SameSlots reports whether r and o record the same array with the same
@@ -195,14 +219,25 @@ func (r Record) validate() error {
 	case len(r.Slots) != r.RaidDisks:
 		return fmt.Errorf("array %s: %d slot records for raid_disks %d", r.UUID, len(r.Slots), r.RaidDisks)
 	}
+	// Only valid UTF-8 survives JSON unchanged, so only it is stored.
+	for _, f := range []struct{ name, v string }{{"name", r.Name}, {"homehost", r.Homehost}, {"metadata", r.Metadata}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("array %s: %s %q is not valid UTF-8", r.UUID, f.name, escape.Text(f.v))
+		}
+	}
 	for i, s := range r.Slots {
 		switch {
 		case s.Slot != i:
 			return fmt.Errorf("array %s: slot record %d says slot %d", r.UUID, i, s.Slot)
 		case s.LastHealthy.IsZero():
 			return fmt.Errorf("array %s: slot %d has no last_healthy time", r.UUID, i)
-		case s.ByPath == "" || strings.ContainsAny(s.ByPath, "/\x00 \n"):
+		case !validByPath(s.ByPath):
 			return fmt.Errorf("array %s: slot %d: invalid by_path %q", r.UUID, i, s.ByPath)
+		}
+		for _, f := range []struct{ name, v string }{{"device", s.Device}, {"serial", s.Serial}, {"wwn", s.WWN}} {
+			if !utf8.ValidString(f.v) {
+				return fmt.Errorf("array %s: slot %d: %s %q is not valid UTF-8", r.UUID, i, f.name, escape.Text(f.v))
+			}
 		}
 		if s.DeviceUUID != "" {
 			if _, err := uuid.Parse(s.DeviceUUID); err != nil {
