@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics"
 )
@@ -192,15 +193,17 @@ func renderPrometheus(w io.Writer, r *md.Report) error {
 	if err := reg.Register(metrics.NewCollector(context.Background(), reportSource{r})); err != nil {
 		return err
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		return err
-	}
+	// Gather returns what it could gather together with an error: the
+	// metrics that are fine are printed all the same.
+	mfs, gatherErr := reg.Gather()
 	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
 			return err
 		}
+	}
+	if gatherErr != nil {
+		return fmt.Errorf("some metrics were left out: %s", escape.Lines(gatherErr.Error()))
 	}
 	return nil
 }

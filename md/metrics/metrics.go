@@ -23,9 +23,20 @@
 //	mdraid_member_bad_blocks{device,member,slot,by_path}
 //	mdraid_array_errors{device}                        1 when part of the array could not be read
 //	mdraid_scrape_error                                1 when the array list could not be read
+//	mdraid_collect_errors                              metrics of this scrape that could not be built
 //
 // slot is the slot number, or "none" for spares and unslotted faulty
 // members.
+//
+// # Untrusted labels
+//
+// Names, homehosts, serials and WWNs come from disks and their firmware,
+// and may hold any bytes. Every label value is escaped with the rule of
+// mdctl's text output (control characters and bytes that are not UTF-8
+// become \xHH, a backslash \\), so every value is valid UTF-8 and
+// distinct values stay distinct. A metric that still cannot be built is
+// left out and counted in mdraid_collect_errors: one array never blanks
+// the scrape for the others.
 package metrics
 
 import (
@@ -34,6 +45,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -99,6 +111,8 @@ var (
 		"Number of bad-block ranges recorded for the member.", memberLabels, nil)
 	descScrapeError = prometheus.NewDesc("mdraid_scrape_error",
 		"1 when the list of md arrays could not be read.", nil, nil)
+	descCollectErrors = prometheus.NewDesc("mdraid_collect_errors",
+		"Number of metrics of this scrape left out because they could not be built.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -106,26 +120,48 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descState, descDisks, descDisksRequired, descRaidDisks,
 		descDegraded, descBlocks, descBlocksSynced, descInfo, descAvail, descRed, descProgress,
 		descSpeed, descETA, descSlotMissing, descArrayErrors, descMemberInfo, descMemberState,
-		descMemberErrors, descMemberEvents, descMemberBad, descScrapeError} {
+		descMemberErrors, descMemberEvents, descMemberBad, descScrapeError, descCollectErrors} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	e := &emitter{ch: ch}
+	defer func() { e.gauge(descCollectErrors, float64(e.failed)) }()
 	r, err := c.src.Discover(c.ctx)
 	if err != nil {
-		ch <- prometheus.MustNewConstMetric(descScrapeError, prometheus.GaugeValue, 1)
+		e.gauge(descScrapeError, 1)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descScrapeError, prometheus.GaugeValue, 0)
+	e.gauge(descScrapeError, 0)
 	for i := range r.Arrays {
-		collectArray(ch, &r.Arrays[i])
+		collectArray(e, &r.Arrays[i])
 	}
 }
 
-func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+// emitter sends metrics, escaping every label value; a metric that cannot
+// be built is counted and left out.
+type emitter struct {
+	ch     chan<- prometheus.Metric
+	failed int
+}
+
+func (e *emitter) metric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	esc := make([]string, len(labels))
+	for i, l := range labels {
+		esc[i] = escape.Text(l)
+	}
+	m, err := prometheus.NewConstMetric(d, t, v, esc...)
+	if err != nil {
+		e.failed++
+		return
+	}
+	e.ch <- m
+}
+
+func (e *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	e.metric(d, prometheus.GaugeValue, v, labels...)
 }
 
 func b2f(b bool) float64 {
@@ -135,7 +171,7 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func collectArray(ch chan<- prometheus.Metric, a *md.Array) {
+func collectArray(e *emitter, a *md.Array) {
 	dev := a.Device
 	// node_md_state, as node_exporter's sysfs collector derives it.
 	state := "active"
@@ -150,65 +186,69 @@ func collectArray(ch chan<- prometheus.Metric, a *md.Array) {
 		state = "check"
 	}
 	for _, s := range []string{"active", "inactive", "recovering", "resync", "check"} {
-		gauge(ch, descState, b2f(s == state), dev, s)
+		e.gauge(descState, b2f(s == state), dev, s)
 	}
-	gauge(ch, descDisks, float64(a.Counts.Active), dev, "active")
-	gauge(ch, descDisks, float64(a.Counts.Failed), dev, "failed")
-	gauge(ch, descDisks, float64(a.Counts.Spare), dev, "spare")
-	gauge(ch, descDisksRequired, float64(a.RaidDisks), dev)
-	gauge(ch, descRaidDisks, float64(a.RaidDisks), dev)
-	gauge(ch, descDegraded, float64(a.Degraded), dev)
-	gauge(ch, descBlocks, float64(a.SizeBytes/1024), dev)
+	e.gauge(descDisks, float64(a.Counts.Active), dev, "active")
+	e.gauge(descDisks, float64(a.Counts.Failed), dev, "failed")
+	e.gauge(descDisks, float64(a.Counts.Spare), dev, "spare")
+	e.gauge(descDisksRequired, float64(a.RaidDisks), dev)
+	e.gauge(descRaidDisks, float64(a.RaidDisks), dev)
+	e.gauge(descDegraded, float64(a.Degraded), dev)
+	e.gauge(descBlocks, float64(a.SizeBytes/1024), dev)
 	synced := a.SizeBytes / 1024
 	if a.Activity.TotalSectors > 0 {
 		synced = uint64(float64(synced) * float64(a.Activity.DoneSectors) / float64(a.Activity.TotalSectors))
 	}
-	gauge(ch, descBlocksSynced, float64(synced), dev)
+	e.gauge(descBlocksSynced, float64(synced), dev)
 
-	gauge(ch, descInfo, 1, dev, a.UUID, a.Name, a.Homehost, a.Level, a.Metadata)
+	e.gauge(descInfo, 1, dev, a.UUID, a.Name, a.Homehost, a.Level, a.Metadata)
 	for _, v := range []md.Availability{md.Online, md.Degraded, md.Failed, md.Inactive, md.ReadOnly} {
-		gauge(ch, descAvail, b2f(v == a.Availability), dev, string(v))
+		e.gauge(descAvail, b2f(v == a.Availability), dev, string(v))
 	}
 	for _, v := range []md.Redundancy{md.Full, md.Reduced, md.NoRedundancy} {
-		gauge(ch, descRed, b2f(v == a.Redundancy), dev, string(v))
+		e.gauge(descRed, b2f(v == a.Redundancy), dev, string(v))
 	}
 	if k := a.Activity.Kind; k != md.Idle && k != md.Frozen && a.Activity.TotalSectors > 0 {
-		gauge(ch, descProgress, a.Activity.Percent/100, dev, string(k))
-		gauge(ch, descSpeed, float64(a.Activity.SpeedKiBs)*1024, dev, string(k))
-		gauge(ch, descETA, float64(a.Activity.ETASeconds), dev, string(k))
+		e.gauge(descProgress, a.Activity.Percent/100, dev, string(k))
+		e.gauge(descSpeed, float64(a.Activity.SpeedKiBs)*1024, dev, string(k))
+		e.gauge(descETA, float64(a.Activity.ETASeconds), dev, string(k))
 	}
-	gauge(ch, descArrayErrors, b2f(len(a.Errors) > 0), dev)
+	e.gauge(descArrayErrors, b2f(len(a.Errors) > 0), dev)
 	for _, s := range a.Slots {
 		if s.Member == nil {
-			gauge(ch, descSlotMissing, 1, dev, strconv.Itoa(s.Slot))
+			e.gauge(descSlotMissing, 1, dev, strconv.Itoa(s.Slot))
 		}
 		for _, m := range []*md.Member{s.Member, s.Replacement} {
 			if m != nil {
-				collectMember(ch, dev, m)
+				collectMember(e, dev, m)
 			}
 		}
 	}
 	for i := range a.Spares {
-		collectMember(ch, dev, &a.Spares[i])
+		collectMember(e, dev, &a.Spares[i])
 	}
 	for i := range a.Faulty {
-		collectMember(ch, dev, &a.Faulty[i])
+		collectMember(e, dev, &a.Faulty[i])
 	}
 }
 
-func collectMember(ch chan<- prometheus.Metric, dev string, m *md.Member) {
+func collectMember(e *emitter, dev string, m *md.Member) {
 	slot := "none"
 	if m.Slot >= 0 {
 		slot = strconv.Itoa(m.Slot)
 	}
 	l := []string{dev, m.Device, slot, m.ByPath}
-	gauge(ch, descMemberInfo, 1, append(l, m.Serial, m.WWN)...)
+	e.gauge(descMemberInfo, 1, append(l, m.Serial, m.WWN)...)
+	seen := map[string]bool{}
 	for _, f := range m.Flags {
-		gauge(ch, descMemberState, 1, append(l, f)...)
+		if !seen[f] { // a flag listed twice would be a duplicate metric
+			seen[f] = true
+			e.gauge(descMemberState, 1, append(l, f)...)
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(descMemberErrors, prometheus.CounterValue, float64(m.ReadErrors), l...)
+	e.metric(descMemberErrors, prometheus.CounterValue, float64(m.ReadErrors), l...)
 	if m.Events != nil {
-		gauge(ch, descMemberEvents, float64(*m.Events), l...)
+		e.gauge(descMemberEvents, float64(*m.Events), l...)
 	}
-	gauge(ch, descMemberBad, float64(m.BadBlocks), l...)
+	e.gauge(descMemberBad, float64(m.BadBlocks), l...)
 }
