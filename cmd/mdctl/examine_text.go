@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/superblock"
 )
 
@@ -27,7 +28,7 @@ func writeText(w io.Writer, rep *examine.Report) {
 		return
 	}
 	p := &printer{w: w}
-	p.raw("%s:\n", rep.Device)
+	p.raw("%s:\n", escape.Text(rep.Device))
 	if sb.Version == superblock.Version090 {
 		text090(p, rep, sb)
 	} else {
@@ -40,8 +41,9 @@ type printer struct{ w io.Writer }
 func (p *printer) raw(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
 
 // line prints "label : value" with the label right-aligned to 15 columns.
+// The value is escaped: names come from the disk.
 func (p *printer) line(label, format string, args ...any) {
-	fmt.Fprintf(p.w, "%15s : %s\n", label, fmt.Sprintf(format, args...))
+	fmt.Fprintf(p.w, "%15s : %s\n", label, escape.Text(fmt.Sprintf(format, args...)))
 }
 
 func (p *printer) blank() { fmt.Fprintln(p.w) }
@@ -303,24 +305,24 @@ func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 func writeDiagnostics(w io.Writer, rep *examine.Report) {
 	switch rep.Status {
 	case examine.NoSuperblock:
-		fmt.Fprintf(w, "mdctl: %s: no md superblock detected\n", rep.Device)
+		diag(w, "mdctl: %s: no md superblock detected\n", rep.Device)
 	case examine.Unreadable:
-		fmt.Fprintf(w, "mdctl: %s: cannot read: %v\n", rep.Device, rep.Err)
+		diag(w, "mdctl: %s: cannot read: %v\n", rep.Device, rep.Err)
 	}
 	if rep.Candidate != nil && rep.Candidate.Err != nil && !errors.Is(rep.Candidate.Err, superblock.ErrChecksum) {
-		fmt.Fprintf(w, "mdctl: %s: %v\n", rep.Device, rep.Candidate.Err)
+		diag(w, "mdctl: %s: %v\n", rep.Device, rep.Candidate.Err)
 	}
 	if rep.Candidate != nil && errors.Is(rep.Candidate.Err, superblock.ErrChecksum) {
-		fmt.Fprintf(w, "mdctl: %s: superblock checksum is wrong\n", rep.Device)
+		diag(w, "mdctl: %s: superblock checksum is wrong\n", rep.Device)
 	}
 	for _, p := range rep.Problems {
-		fmt.Fprintf(w, "mdctl: %s: the kernel would refuse this superblock: %v\n", rep.Device, p)
+		diag(w, "mdctl: %s: the kernel would refuse this superblock: %v\n", rep.Device, p)
 	}
 	for _, e := range warnings(rep) {
-		fmt.Fprintf(w, "mdctl: %s: warning: %s\n", rep.Device, e)
+		diag(w, "mdctl: %s: warning: %s\n", rep.Device, e)
 	}
 	for _, n := range notes(rep) {
-		fmt.Fprintf(w, "mdctl: %s: note: %s\n", rep.Device, n)
+		diag(w, "mdctl: %s: note: %s\n", rep.Device, n)
 	}
 	if rep.Candidate != nil {
 		for _, c := range rep.Stale() {
@@ -328,7 +330,7 @@ func writeDiagnostics(w io.Writer, rep *examine.Report) {
 			if c.Err != nil {
 				msg = c.Err.Error()
 			}
-			fmt.Fprintf(w, "mdctl: %s: note: another %v superblock at byte %d (%s)\n", rep.Device, c.Version, c.Offset, msg)
+			diag(w, "mdctl: %s: note: another %v superblock at byte %d (%s)\n", rep.Device, c.Version, c.Offset, msg)
 		}
 	}
 }
@@ -360,4 +362,9 @@ func notes(rep *examine.Report) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("logical_block_size is recorded (%d bytes, written by Linux 6.19 or later): kernels before 6.19 refuse to import this superblock (\"does not have a valid v1.2 superblock, not importing!\")", sb.LogicalBlockSize)}
+}
+
+// diag prints one diagnostic line, escaped: errors can quote the disk.
+func diag(w io.Writer, format string, args ...any) {
+	fmt.Fprintln(w, escape.Text(strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -26,7 +27,7 @@ func (c *FailCmd) Run(k *kong.Context, g *Globals) error {
 	if err := m.Fail(context.Background(), c.Array, c.Member); err != nil {
 		return primitiveError(err)
 	}
-	fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", c.Array, c.Member)
+	fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", escape.Text(c.Array), escape.Text(c.Member))
 	return nil
 }
 

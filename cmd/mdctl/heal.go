@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -75,6 +76,7 @@ func printDecisions(w io.Writer, ds []md.Decision) {
 		if d.ByPath != "" {
 			where += " (" + d.ByPath + ")"
 		}
-		fmt.Fprintf(w, "%s: %s: %s\n", where, d.Outcome, d.Reason)
+		// The reason can quote a name from a disk.
+		fmt.Fprintln(w, escape.Text(fmt.Sprintf("%s: %s: %s", where, d.Outcome, d.Reason)))
 	}
 }

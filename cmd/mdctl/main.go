@@ -13,6 +13,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/willabides/kongplete"
+
+	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
 // Globals are the flags every command takes.
@@ -101,7 +103,8 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 		return q.code
 	}
 	if err != nil {
-		parser.Errorf("%s", err)
+		// Errors can quote names from disks: escaped, lines kept.
+		parser.Errorf("%s", escape.Lines(err.Error()))
 		var coder interface{ ExitCode() int }
 		if errors.As(err, &coder) {
 			return coder.ExitCode()
@@ -109,6 +112,12 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 		return 1
 	}
 	return 0
+}
+
+// printLine prints one line of text output, escaped (escape.Text): the
+// values in it may come from disks.
+func printLine(w io.Writer, format string, args ...any) {
+	fmt.Fprintln(w, escape.Text(fmt.Sprintf(format, args...)))
 }
 
 func main() {

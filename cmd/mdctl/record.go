@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -65,16 +66,16 @@ func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
 		if err != nil {
 			var ne *md.NotRecordableError
 			if errors.As(err, &ne) {
-				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", a.Device, ne.Reason)
+				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(ne.Reason))
 			} else {
-				fmt.Fprintf(k.Stderr, "%s: skipped: %v\n", a.Device, err)
+				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(err.Error()))
 			}
 			skipped++
 			continue
 		}
 		rs.Put(rec)
 		recorded++
-		fmt.Fprintf(k.Stdout, "%s: recorded %s (%s, %d slots, UUID %s):\n", a.Device, displayName(a), rec.Level, rec.RaidDisks, rec.UUID)
+		fmt.Fprintf(k.Stdout, "%s: recorded %s (%s, %d slots, UUID %s):\n", escape.Text(a.Device), displayName(a), escape.Text(rec.Level), rec.RaidDisks, escape.Text(rec.UUID))
 		for _, s := range rec.Slots {
 			fmt.Fprintf(k.Stdout, "  slot %d: %s\n", s.Slot, describeSlot(s))
 		}
@@ -83,7 +84,7 @@ func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
 		if err := store.Save(ctx, rs); err != nil {
 			return &exitError{code: exitFailure, msg: err.Error()}
 		}
-		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(rs.Arrays), c.Store)
+		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(rs.Arrays), escape.Text(c.Store))
 	}
 	if skipped > 0 && len(c.Arrays) > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of the named arrays not recorded", skipped)}
@@ -91,15 +92,16 @@ func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
 	return nil
 }
 
-// displayName is the array's name, or its device when it has none.
+// displayName is the array's name, or its device when it has none,
+// escaped for text output.
 func displayName(a md.Array) string {
 	if a.Name == "" {
-		return a.Path
+		return escape.Text(a.Path)
 	}
-	return a.Name
+	return escape.Text(a.Name)
 }
 
-// describeSlot is one slot record for people.
+// describeSlot is one slot record for people, escaped for text output.
 func describeSlot(s md.SlotRecord) string {
 	port := s.ByPath
 	if port == "" {
@@ -114,5 +116,5 @@ func describeSlot(s md.SlotRecord) string {
 	if s.DeviceUUID != "" {
 		id = append(id, "device UUID "+s.DeviceUUID)
 	}
-	return port + " [" + strings.Join(id, ", ") + "]"
+	return escape.Text(port + " [" + strings.Join(id, ", ") + "]")
 }

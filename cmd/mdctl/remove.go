@@ -6,6 +6,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -25,6 +26,6 @@ func (c *RemoveCmd) Run(k *kong.Context, g *Globals) error {
 	if err := m.Remove(context.Background(), c.Array, c.Member); err != nil {
 		return primitiveError(err)
 	}
-	fmt.Fprintf(k.Stdout, "%s: %s removed.\n", c.Array, c.Member)
+	fmt.Fprintf(k.Stdout, "%s: %s removed.\n", escape.Text(c.Array), escape.Text(c.Member))
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -66,7 +67,7 @@ func (c *ReplaceCmd) Run(k *kong.Context, g *Globals) error {
 	if err != nil {
 		return replaceError(err)
 	}
-	fmt.Fprintf(k.Stdout, "%s: %s now holds slot %d (sync_action %s) after %v.\n",
+	printLine(k.Stdout, "%s: %s now holds slot %d (sync_action %s) after %v.",
 		res.Plan.Array, res.Plan.Candidate.Path, res.Slot, res.SyncAction, res.Duration.Round(time.Microsecond))
 	if !c.Wait {
 		return nil
@@ -107,30 +108,31 @@ func replaceError(err error) error {
 	return &exitError{code: exitFailure, msg: err.Error()}
 }
 
-// printPlan prints the plan and every check.
+// printPlan prints the plan and every check, each line escaped (reasons
+// can quote names from disks).
 func printPlan(w io.Writer, p *md.Plan) {
 	kind := "Replace"
 	if p.Hot {
 		kind = "Hot replace"
 	}
-	fmt.Fprintf(w, "%s in %s (%s, metadata %s, %d slots, UUID %s)\n", kind, p.Array, p.Level, p.Metadata, p.RaidDisks, p.UUID)
+	printLine(w, "%s in %s (%s, metadata %s, %d slots, UUID %s)", kind, p.Array, p.Level, p.Metadata, p.RaidDisks, p.UUID)
 	if p.Resume != md.ResumeNone {
-		fmt.Fprintf(w, "Resuming an interrupted replace (%s).\n", p.Resume)
+		printLine(w, "Resuming an interrupted replace (%s).", p.Resume)
 	}
 	fmt.Fprintln(w, "Checks:")
 	for _, ck := range p.Checks {
-		fmt.Fprintf(w, "  [%s] %s: %s\n", ck.Status, ck.Name, ck.Reason)
+		printLine(w, "  [%s] %s: %s", ck.Status, ck.Name, ck.Reason)
 	}
 	if len(p.Steps) > 0 {
 		fmt.Fprintln(w, "Steps:")
 		for i, st := range p.Steps {
-			fmt.Fprintf(w, "  %d. %s\n", i+1, st.Detail)
+			printLine(w, "  %d. %s", i+1, st.Detail)
 		}
 	}
 	if len(p.Writes) > 0 {
-		fmt.Fprintf(w, "Writes on %s:\n", p.Candidate.Path)
+		printLine(w, "Writes on %s:", p.Candidate.Path)
 		for _, wr := range p.Writes {
-			fmt.Fprintf(w, "  %s: %d bytes at byte %d\n", wr.What, wr.Length, wr.Offset)
+			printLine(w, "  %s: %d bytes at byte %d", wr.What, wr.Length, wr.Offset)
 		}
 	}
 }
@@ -149,7 +151,7 @@ func progressPrinter(w io.Writer) func(md.Array) {
 		if act.ETASeconds > 0 {
 			eta = (time.Duration(act.ETASeconds) * time.Second).String()
 		}
-		fmt.Fprintf(w, "\r%s %s [%s] %5.1f%% %d KiB/s ETA %s ", a.Device, act.Kind, bar, act.Percent, act.SpeedKiBs, eta)
+		fmt.Fprintf(w, "\r%s %s [%s] %5.1f%% %d KiB/s ETA %s ", escape.Text(a.Device), escape.Text(string(act.Kind)), bar, act.Percent, act.SpeedKiBs, eta)
 	}
 }
 
@@ -161,13 +163,13 @@ func waitAndReport(k *kong.Context, m *md.Manager, w md.WaitRequest) error {
 	a, err := m.WaitReplace(ctx, w)
 	fmt.Fprintln(k.Stderr)
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(k.Stdout, "Stopped waiting; the rebuild of %s continues in the kernel (mdctl status %s).\n", w.Member, w.Array)
+		printLine(k.Stdout, "Stopped waiting; the rebuild of %s continues in the kernel (mdctl status %s).", w.Member, w.Array)
 		return nil
 	}
 	if err != nil {
 		return &exitError{code: exitPartial, msg: err.Error()}
 	}
-	fmt.Fprintf(k.Stdout, "%s: %s is in sync; the array is %s with %s redundancy.\n", a.Device, w.Member, a.Availability, a.Redundancy)
+	printLine(k.Stdout, "%s: %s is in sync; the array is %s with %s redundancy.", a.Device, w.Member, a.Availability, a.Redundancy)
 	if a.Availability != md.Online {
 		return &exitError{code: exitPartial, msg: fmt.Sprintf("%s is %s after the rebuild", a.Device, a.Availability)}
 	}

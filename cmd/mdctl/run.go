@@ -6,6 +6,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -25,6 +26,6 @@ func (c *RunCmd) Run(k *kong.Context, g *Globals) error {
 	if err := m.Run(context.Background(), c.Array); err != nil {
 		return primitiveError(err)
 	}
-	fmt.Fprintf(k.Stdout, "%s: started.\n", c.Array)
+	fmt.Fprintf(k.Stdout, "%s: started.\n", escape.Text(c.Array))
 	return nil
 }

@@ -79,11 +79,12 @@ func bar(percent float64, width int) string {
 	return "[" + strings.Repeat("=", done) + ">" + strings.Repeat(".", width-done-1) + "]"
 }
 
+// dash is s escaped for text output, or "-" when s is empty.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return escape.Text(s)
 }
 
 // renderText writes one block per array: identity, state, a rebuild bar
@@ -102,27 +103,32 @@ func renderText(w io.Writer, r *md.Report) error {
 	return nil
 }
 
+// renderArray prints one array. Every string that comes from a disk
+// (names, homehost, serials, errors quoting them) or from sysfs is
+// escaped (escape.Text): a name must not forge a line or reach the
+// terminal as a control sequence.
 func renderArray(w io.Writer, a *md.Array) {
-	title := a.Path
+	esc := escape.Text
+	title := esc(a.Path)
 	if a.Name != "" {
-		title += "  " + a.Name
+		title += "  " + esc(a.Name)
 		if a.Homehost != "" {
-			title += " (homehost " + a.Homehost + ")"
+			title += " (homehost " + esc(a.Homehost) + ")"
 		}
 	}
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(a.Level), dash(a.Metadata), dash(a.UUID))
-	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), a.Redundancy, dash(a.State))
+	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(a.State))
 	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
 		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
 	tw.Flush()
 	act := a.Activity
 	switch {
 	case act.Pending != "":
-		fmt.Fprintf(w, "  %s: %s\n", act.Kind, act.Pending)
+		fmt.Fprintf(w, "  %s: %s\n", esc(string(act.Kind)), esc(act.Pending))
 	case act.Kind != md.Idle && act.TotalSectors > 0:
-		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", string(act.Kind)+":", bar(act.Percent, 20), act.Percent,
+		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", esc(string(act.Kind))+":", bar(act.Percent, 20), act.Percent,
 			byteUnit(float64(act.DoneSectors*512), unitconv.IEC, 1), byteUnit(float64(act.TotalSectors*512), unitconv.IEC, 1))
 		if act.SpeedKiBs > 0 {
 			line += fmt.Sprintf("  %s/s  eta %s", byteUnit(float64(act.SpeedKiBs*1024), unitconv.IEC, 1),
@@ -130,7 +136,7 @@ func renderArray(w io.Writer, a *md.Array) {
 		}
 		fmt.Fprintln(w, line)
 	case act.Kind != md.Idle:
-		fmt.Fprintf(w, "  activity: %s\n", act.Kind)
+		fmt.Fprintf(w, "  activity: %s\n", esc(string(act.Kind)))
 	}
 	if a.Freeze != nil {
 		fmt.Fprintf(w, "  hint: %s\n", a.Freeze.Hint)
@@ -154,7 +160,7 @@ func renderArray(w io.Writer, a *md.Array) {
 		if m.Error != "" {
 			flags += " error: " + m.Error
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", slot, state, m.Path, dash(m.ByPath), dash(flags), ev)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", slot, esc(state), esc(m.Path), dash(m.ByPath), dash(flags), ev)
 	}
 	for _, s := range a.Slots {
 		row(fmt.Sprint(s.Slot), string(s.State), s.Member)
@@ -176,7 +182,7 @@ func renderArray(w io.Writer, a *md.Array) {
 		}
 	}
 	for _, e := range a.Errors {
-		fmt.Fprintf(w, "  error: %s\n", e)
+		fmt.Fprintf(w, "  error: %s\n", esc(e))
 	}
 }
 

@@ -64,6 +64,7 @@ func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
 				return &exitError{code: exitFailure, msg: err.Error()}
 			}
 		} else {
+			// Event.String escapes what comes from disks.
 			fmt.Fprintf(k.Stdout, "%s %s\n", e.Time.Local().Format(time.RFC3339), e)
 		}
 		if c.Exec != "" {
