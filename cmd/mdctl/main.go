@@ -80,8 +80,23 @@ func (e *quietExit) Error() string { return fmt.Sprintf("exit status %d", e.code
 // ExitCode implements kong.ExitCoder.
 func (e *quietExit) ExitCode() int { return e.code }
 
+// checkIDs refuses to run set-user-ID or set-group-ID: mdctl takes
+// --sysfs, --dev, --store and --run-dir from whoever runs it, which in a
+// setuid binary would let any user make root read and write files of
+// their choosing.
+func checkIDs(uid, euid, gid, egid int) error {
+	if uid != euid || gid != egid {
+		return fmt.Errorf("refusing to run set-user-ID or set-group-ID (real uid %d, effective uid %d, real gid %d, effective gid %d): run mdctl as root instead, for example through sudo", uid, euid, gid, egid)
+	}
+	return nil
+}
+
 // run parses args and runs the command; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
+	if err := checkIDs(os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()); err != nil {
+		fmt.Fprintf(stderr, "mdctl: error: %v\n", err)
+		return 1
+	}
 	var cli CLI
 	parser, err := newParser(&cli, kong.Writers(stdout, stderr), kong.Exit(exit))
 	if err != nil {

@@ -162,3 +162,12 @@ func TestHealTextEscapes(t *testing.T) {
 	checkSafeText(qt.New(t), "heal", b.String())
 }
 
+// TestRefuseSetuid: mdctl does not run with a real uid (or gid) other
+// than the effective one.
+func TestRefuseSetuid(t *testing.T) {
+	c := qt.New(t)
+	c.Check(checkIDs(1000, 0, 1000, 1000), qt.ErrorMatches, `refusing to run set-user-ID.*real uid 1000, effective uid 0.*`)
+	c.Check(checkIDs(1000, 1000, 1000, 0), qt.ErrorMatches, `refusing to run set-user-ID or set-group-ID.*`)
+	c.Check(checkIDs(0, 0, 0, 0), qt.IsNil)
+	c.Check(checkIDs(1000, 1000, 100, 100), qt.IsNil)
+}
