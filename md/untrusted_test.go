@@ -19,6 +19,7 @@ import (
 	qt "github.com/frankban/quicktest"
 	"github.com/google/uuid"
 
+	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/superblock"
@@ -77,11 +78,11 @@ func deactivate(t testing.TB, m *Manager, array string) {
 	setAttr(t, m, array, "raid_disks", "")
 }
 
-// craft rewrites the superblock of member dev (a kernel name) under the
+// craftMember rewrites the superblock of member dev (a kernel name) under the
 // dev root.
-func craft(t testing.TB, devRoot, dev string, mutate func(*superblock.Superblock)) {
+func craftMember(t testing.TB, devRoot, dev string, mutate func(*superblock.Superblock)) {
 	t.Helper()
-	if err := fixture.Craft(filepath.Join(devRoot, dev), mutate); err != nil {
+	if err := craft.Superblock(filepath.Join(devRoot, dev), mutate); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,7 +123,7 @@ func TestCraftedRaidDisks(t *testing.T) {
 			m, _, dev := eightArrays(t)
 			victims := membersOf(t, m, tt.array)
 			deactivate(t, m, tt.array)
-			craft(t, dev, victims[0], func(sb *superblock.Superblock) {
+			craftMember(t, dev, victims[0], func(sb *superblock.Superblock) {
 				sb.RaidDisks = n
 				sb.Events += 10 // the newest superblock
 			})
@@ -156,7 +157,7 @@ func TestCraftedRaidDisksInLimit(t *testing.T) {
 		m, _, dev := eightArrays(t)
 		victims := membersOf(t, m, tt.array)
 		deactivate(t, m, tt.array)
-		craft(t, dev, victims[0], func(sb *superblock.Superblock) { sb.RaidDisks = tt.limit; sb.Events += 10 })
+		craftMember(t, dev, victims[0], func(sb *superblock.Superblock) { sb.RaidDisks = tt.limit; sb.Events += 10 })
 		a, err := m.Status(context.Background(), tt.array)
 		c.Assert(err, qt.IsNil)
 		c.Check(a.RaidDisks, qt.Equals, int(tt.limit))
@@ -182,7 +183,7 @@ func TestSysfsRaidDisksBound(t *testing.T) {
 func renameArray(t testing.TB, m *Manager, dev, array, full string) {
 	t.Helper()
 	for _, mem := range membersOf(t, m, array) {
-		craft(t, dev, mem, func(sb *superblock.Superblock) {
+		craftMember(t, dev, mem, func(sb *superblock.Superblock) {
 			if err := sb.SetFullName(full); err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +230,7 @@ func TestResolveAmbiguous(t *testing.T) {
 	md4, err := m.Status(ctx, "md4")
 	c.Assert(err, qt.IsNil)
 	for _, mem := range membersOf(t, m, "md4") {
-		craft(t, dev, mem, func(sb *superblock.Superblock) { sb.SetUUID = uuid.MustParse(md0.UUID) })
+		craftMember(t, dev, mem, func(sb *superblock.Superblock) { sb.SetUUID = uuid.MustParse(md0.UUID) })
 	}
 	_, err = m.Resolve(md0.UUID)
 	c.Check(err, qt.ErrorIs, ErrAmbiguous)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
@@ -49,7 +50,7 @@ func FuzzHostileMember(f *testing.F) {
 		// Each run starts from the same state: the crafted member is the
 		// newest by ten events, whatever earlier runs wrote.
 		for _, mem := range []string{"vdi", "vdg"} {
-			err := fixture.Craft(filepath.Join(dev, mem), func(sb *superblock.Superblock) {
+			err := craft.Superblock(filepath.Join(dev, mem), func(sb *superblock.Superblock) {
 				if _, ok := events[mem]; !ok {
 					events[mem] = sb.Events
 				}

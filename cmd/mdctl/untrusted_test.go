@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
@@ -39,7 +40,7 @@ func eight(t testing.TB) (flags []string, sys, dev string) {
 func rename(t testing.TB, dev, array, full string) {
 	t.Helper()
 	for _, m := range eightMembers[array] {
-		qt.Assert(t, fixture.Craft(filepath.Join(dev, m), func(sb *superblock.Superblock) {
+		qt.Assert(t, craft.Superblock(filepath.Join(dev, m), func(sb *superblock.Superblock) {
 			qt.Assert(t, sb.SetFullName(full), qt.IsNil)
 		}), qt.IsNil)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/escape"
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/superblock"
@@ -40,7 +40,7 @@ func TestVMHostileMemberNextToHealthy(t *testing.T) {
 	guest.Mdadm(c, "--stop", evil)
 
 	const forger = "h:\n  health: ONLINE\x1b[8m\xff"
-	c.Assert(fixture.Craft(disks[2].Path, func(sb *superblock.Superblock) {
+	c.Assert(craft.Superblock(disks[2].Path, func(sb *superblock.Superblock) {
 		sb.RaidDisks = 0xffffffff
 		sb.Events += 10
 		sb.SetName = [32]byte{}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/superblock"
@@ -37,7 +38,7 @@ func hostileManager(t *testing.T) *md.Manager {
 	a, err := m.Status(context.Background(), "md4")
 	qt.Assert(t, err, qt.IsNil)
 	for _, s := range a.Slots {
-		qt.Assert(t, fixture.Craft(filepath.Join(dev, s.Member.Device), func(sb *superblock.Superblock) {
+		qt.Assert(t, craft.Superblock(filepath.Join(dev, s.Member.Device), func(sb *superblock.Superblock) {
 			qt.Assert(t, sb.SetFullName("vmtest:a7\xff"), qt.IsNil)
 		}), qt.IsNil)
 	}
