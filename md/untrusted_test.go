@@ -362,3 +362,18 @@ func FuzzStoreRoundTrip(f *testing.F) {
 		storeRoundTrip(t, hostileArray(name, serial, wwn))
 	})
 }
+
+// TestHealHostileHomehost: a homehost that is not UTF-8 is recorded
+// escaped; heal compares it in the same form, so the array is not taken
+// for one that moved host.
+func TestHealHostileHomehost(t *testing.T) {
+	c := qt.New(t)
+	missing := mirrorMissing()
+	missing.Homehost = "h\xff"
+	rec := healthyArray(2)
+	rec.Homehost = "h\xff"
+	ds := decideHeal(report(missing), recordsOf(t, rec), map[string][]string{byPathOf(1): {"vdc"}}, "/dev")
+	c.Assert(ds, qt.HasLen, 1)
+	c.Check(ds[0].Err, qt.IsNil)
+	c.Check(ds[0].Device, qt.Equals, "vdc")
+}
