@@ -34,7 +34,10 @@ type Array struct {
 	// mdadm prints.
 	UUID string `json:"uuid,omitempty"`
 	// Name and Homehost are split from the 1.x superblock's set name
-	// ("talos:boot"); empty for 0.90.
+	// ("talos:boot"); empty for 0.90. They are raw bytes from the disk,
+	// chosen by whoever wrote it: not necessarily UTF-8, possibly with
+	// control characters, and not unique. Escape them before showing
+	// them, and use SafeName to make a path element or udev value.
 	Name     string `json:"name,omitempty"`
 	Homehost string `json:"homehost,omitempty"`
 	// Metadata is the metadata version: "0.90", "1.0", "1.1", "1.2",
@@ -128,6 +131,9 @@ type Member struct {
 	// ByPath is the /dev/disk/by-path name, computed from sysfs the way
 	// udev's path_id does ("pci-0000:00:10.0").
 	ByPath string `json:"by_path,omitempty"`
+	// Serial, WWN and Model are as the device reports them (SCSI serials
+	// come raw from VPD page 0x80, chosen by the firmware): untrusted,
+	// like Array.Name.
 	Serial string `json:"serial,omitempty"`
 	WWN    string `json:"wwn,omitempty"`
 	Model  string `json:"model,omitempty"`
