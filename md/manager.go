@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -53,18 +52,6 @@ type device interface {
 	io.ReaderAt
 	io.Closer
 	Size() (int64, error)
-}
-
-type osDevice struct{ *os.File }
-
-// Size returns the size of the device or file, by seeking to its end,
-// which works for both.
-func (d osDevice) Size() (int64, error) {
-	n, err := d.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", d.Name(), err)
-	}
-	return n, nil
 }
 
 // Open returns a Manager for the system described by cfg (nil for the
