@@ -66,17 +66,24 @@ func TestVMStatusReadsPastPageCache(t *testing.T) {
 	c.Assert(onDisk > before, qt.IsTrue, qt.Commentf("events on disk %d, before the failure %d", onDisk, before))
 	t.Logf("events: %d before, %d on disk, %d through the page cache", before, onDisk, eventsCached(c, disks[0].Path))
 
+	// md may write the superblocks more than once after a failure, so
+	// what status reports is bounded by the on-disk count read before and
+	// after it; the page cache still holds the count from before the
+	// failure, which status must not report.
 	a, err := m.Status(ctx, md)
 	c.Assert(err, qt.IsNil)
+	after := eventsOnDisk(c, disks[0].Path)
 	mem, _ := a.Find(disks[0].Name)
 	c.Assert(mem, qt.Not(qt.IsNil))
 	c.Assert(mem.Events, qt.Not(qt.IsNil), qt.Commentf("member error: %s", mem.Error))
-	c.Assert(*mem.Events, qt.Equals, onDisk)
+	c.Check(*mem.Events >= onDisk && *mem.Events <= after, qt.IsTrue, qt.Commentf("status %d, on disk %d..%d", *mem.Events, onDisk, after))
+	c.Check(eventsCached(c, disks[0].Path), qt.Equals, before, qt.Commentf("the page cache was expected to be stale; the test proves nothing otherwise"))
 
 	// The planner reads the same way: the clone source's events are the
 	// ones on disk.
 	f := m.arrayFacts(md, "")
 	src := cloneSource(f.s)
+	after = eventsOnDisk(c, disks[0].Path)
 	c.Assert(src, qt.Not(qt.IsNil))
-	c.Assert(src.sb.Events, qt.Equals, onDisk)
+	c.Check(src.sb.Events >= onDisk && src.sb.Events <= after, qt.IsTrue, qt.Commentf("clone source %d, on disk %d..%d", src.sb.Events, onDisk, after))
 }

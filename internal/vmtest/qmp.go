@@ -146,8 +146,8 @@ func (vm *VM) QMP(cmd string, args any) (json.RawMessage, error) {
 func (vm *VM) AddDisk(d Disk) error {
 	node := fmt.Sprintf("hp%d", d.Slot)
 	if _, err := vm.QMP("blockdev-add", map[string]any{
-		"driver": "raw", "node-name": node,
-		"file": map[string]any{"driver": "file", "filename": d.Path},
+		"driver": "raw", "node-name": node, "discard": "unmap", "detect-zeroes": "unmap",
+		"file": map[string]any{"driver": "file", "filename": d.Path, "discard": "unmap"},
 	}); err != nil {
 		return err
 	}

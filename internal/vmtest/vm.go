@@ -307,7 +307,7 @@ func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 func diskArgs(d Disk) []string {
 	id := fmt.Sprintf("d%d", d.Slot)
 	return []string{
-		"-drive", fmt.Sprintf("if=none,id=%s,file=%s,format=raw,cache=unsafe", id, d.Path),
+		"-drive", fmt.Sprintf("if=none,id=%s,file=%s,format=raw,cache=unsafe,discard=unmap,detect-zeroes=unmap", id, d.Path),
 		"-device", fmt.Sprintf("virtio-blk-pci,id=disk%d,drive=%s,bus=pci.0,addr=%s,serial=%s%s", d.Slot, id, d.Addr(), d.serial(), d.blockSizeOpts()),
 	}
 }

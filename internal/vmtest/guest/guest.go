@@ -37,6 +37,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // GuestEnv is set to "1" by the rig's init (vmtest.GuestEnv).
@@ -416,11 +419,6 @@ func StopAll() error {
 	return errors.Join(errs...)
 }
 
-// WipeMiB is how much Reset zeroes at each end of a disk: it covers every
-// superblock location (1.1 at 0, 1.2 at 4 KiB, 1.0 at 8-12 KiB from the end,
-// 0.90 at 64-128 KiB from the end) with the bitmap and bad-block log.
-const WipeMiB = 1
-
 // Reset puts the scratch disks back to blank (ResetDisks), failing the
 // test on error.
 func Reset(t testing.TB) {
@@ -431,7 +429,7 @@ func Reset(t testing.TB) {
 }
 
 // ResetDisks stops all arrays, runs mdadm --zero-superblock on every disk
-// and zeroes its first and last WipeMiB.
+// and zeroes all of it.
 func ResetDisks() error {
 	if err := StopAll(); err != nil {
 		mdstat, _ := os.ReadFile("/proc/mdstat")
@@ -443,7 +441,7 @@ func ResetDisks() error {
 	}
 	for _, d := range disks {
 		RunMdadm("--zero-superblock", "--force", d.Path) // fails on blank disks
-		if err := zeroEnds(d.Path, d.Size, WipeMiB<<20); err != nil {
+		if err := zeroAll(d.Path, d.Size); err != nil {
 			return err
 		}
 	}
@@ -458,21 +456,23 @@ func ResetDisks() error {
 	return nil
 }
 
-func zeroEnds(path string, size, n int64) error {
+// zeroAll makes the whole disk read as zeros (BLKZEROOUT; the rig
+// attaches disks with discard=unmap, so QEMU punches holes in the sparse
+// image instead of writing). A test leaves data all over a disk (a rebuild
+// copies the array onto it), and md's blank rule looks at more than the
+// ends, so zeroing only the ends would leave the next test a disk that is
+// rightly not blank.
+func zeroAll(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	n = min(n, size)
-	zero := make([]byte, n)
-	if _, err := f.WriteAt(zero, 0); err != nil {
-		return err
+	rng := [2]uint64{0, uint64(size)}
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.BLKZEROOUT, uintptr(unsafe.Pointer(&rng[0]))); errno != 0 {
+		return fmt.Errorf("BLKZEROOUT %s: %w", path, errno)
 	}
-	if _, err := f.WriteAt(zero, size-n); err != nil {
-		return err
-	}
-	return f.Sync()
+	return nil
 }
 
 // SkipMissingPrefix starts the message of a test skipped because the
