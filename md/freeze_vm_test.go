@@ -4,10 +4,6 @@ package md
 
 import (
 	"context"
-	"errors"
-	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,29 +11,6 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 )
-
-// TestVMFreezeHelper is not a test: TestVMReplaceKilledAfterFreeze runs
-// the test binary again with this test selected, and it replaces with a
-// hook that kills the process (SIGKILL: no deferred cleanup) right after
-// the freeze step.
-func TestVMFreezeHelper(t *testing.T) {
-	if os.Getenv(helperEnv) != "kill-after-freeze" {
-		t.Skip("helper process only")
-	}
-	m, err := Open(&Config{RunDir: os.Getenv(helperRunEnv)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.ops.afterStep = func(k StepKind) error {
-		if k == StepFreeze {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
-		}
-		return nil
-	}
-	_, err = m.Replace(context.Background(), ReplaceRequest{Array: os.Getenv(helperArrayEnv), With: os.Getenv(helperWithEnv)})
-	t.Fatalf("the hook did not kill the process: %v", err)
-}
 
 // TestVMReplaceKilledAfterFreeze (issue 10 item 7): a replace killed
 // right after it froze recovery leaves the array frozen. Status says who
@@ -55,17 +28,11 @@ func TestVMReplaceKilledAfterFreeze(t *testing.T) {
 	m := vmManager(t)
 	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
 	c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
-	blank := hashDisk(c, disks[2].Path)
+	blank := readDiskState(c, disks[2])
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestVMFreezeHelper$")
-	cmd.Env = append(os.Environ(), helperEnv+"=kill-after-freeze", helperArrayEnv+"="+md,
-		helperWithEnv+"="+disks[2].Path, helperRunEnv+"="+m.ops.runDir)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	c.Assert(errors.As(err, &ee), qt.IsTrue, qt.Commentf("helper: %v\n%s", err, out))
-	c.Assert(ee.Sys().(syscall.WaitStatus).Signal(), qt.Equals, syscall.SIGKILL, qt.Commentf("%s", out))
+	killedReplace(c, md, disks[2].Path, m.ops.runDir, StepFreeze)
 	c.Assert(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
-	c.Check(hashDisk(c, disks[2].Path), qt.Equals, blank)
+	c.Check(changedOutside(c, blank, readDiskState(c, disks[2]), nil), qt.HasLen, 0)
 
 	a, err := m.Status(ctx, md)
 	c.Assert(err, qt.IsNil)

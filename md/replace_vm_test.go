@@ -3,6 +3,7 @@
 package md
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -392,21 +393,23 @@ func zero(c *qt.C, path string, off int64, n int) {
 	c.Assert(f.Sync(), qt.IsNil)
 }
 
-// Environment of the helper process TestVMReplaceKilled starts; read only
-// by this test file.
+// Environment of the helper process TestVMReplaceHelper; read only by the
+// VM tests.
 const (
-	helperEnv      = "MDRAID_TEST_REPLACE_HELPER"
+	helperEnv      = "MDRAID_TEST_REPLACE_HELPER" // "kill-after"
+	helperStepEnv  = "MDRAID_TEST_REPLACE_STEP"   // the StepKind after which it dies
 	helperArrayEnv = "MDRAID_TEST_REPLACE_ARRAY"
 	helperWithEnv  = "MDRAID_TEST_REPLACE_WITH"
 	helperRunEnv   = "MDRAID_TEST_REPLACE_RUNDIR"
 )
 
-// TestVMReplaceHelper is not a test: TestVMReplaceKilled runs the test
-// binary again with this test selected, and it replaces with a hook that
-// kills the process (SIGKILL: no deferred cleanup) right after the
-// superblock write.
+// TestVMReplaceHelper is not a test: killedReplace runs the test binary
+// again with this test selected, and it replaces with a hook that kills
+// the process (SIGKILL: no deferred cleanup, no unfreeze) right after the
+// step named in its environment.
 func TestVMReplaceHelper(t *testing.T) {
-	if os.Getenv(helperEnv) != "kill-after-write" {
+	step := StepKind(os.Getenv(helperStepEnv))
+	if os.Getenv(helperEnv) != "kill-after" || step == "" {
 		t.Skip("helper process only")
 	}
 	m, err := Open(&Config{RunDir: os.Getenv(helperRunEnv)})
@@ -414,127 +417,485 @@ func TestVMReplaceHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ops.afterStep = func(k StepKind) error {
-		if k == StepWriteSuperblock {
+		if k == step {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
 		return nil
 	}
 	_, err = m.Replace(context.Background(), ReplaceRequest{Array: os.Getenv(helperArrayEnv), With: os.Getenv(helperWithEnv)})
-	t.Fatalf("the hook did not kill the process: %v", err)
+	t.Fatalf("the hook did not kill the process after step %s: %v", step, err)
 }
 
-// TestVMReplaceKilled: a replace killed after the superblock write is
-// completed by a rerun; an ADD_NEW_DISK failure is reported clearly and
-// a rerun completes too.
+// killedReplace replaces with disk with in a new process
+// (TestVMReplaceHelper) that kills itself right after step, and checks
+// that it died by that SIGKILL.
+func killedReplace(c *qt.C, md, with, runDir string, step StepKind) {
+	c.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVMReplaceHelper$")
+	cmd.Env = append(os.Environ(), helperEnv+"=kill-after", helperStepEnv+"="+string(step),
+		helperArrayEnv+"="+md, helperWithEnv+"="+with, helperRunEnv+"="+runDir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	c.Assert(errors.As(err, &ee), qt.IsTrue, qt.Commentf("helper (kill after %s): %v\n%s", step, err, out))
+	c.Assert(ee.Sys().(syscall.WaitStatus).Signal(), qt.Equals, syscall.SIGKILL, qt.Commentf("helper (kill after %s):\n%s", step, out))
+}
+
+// stateBlock is the granularity of diskState's hashes.
+const stateBlock = 4096
+
+// diskState is what a disk holds, read whole through an O_DIRECT
+// descriptor (the page cache cannot answer, and none is dropped): a hash
+// of every 4 KiB block, and the superblock found at each of the four md
+// locations.
+type diskState struct {
+	sums []uint64
+	// sbs holds what decodes as an md superblock at a version's location
+	// (valid or not); a blank location has no entry.
+	sbs map[superblock.Version]*superblock.Superblock
+	// md is the 1.2 superblock's area and its bitmap's, 4 KiB aligned:
+	// what a replace writes on a new member, and md rewrites later.
+	md []span
+}
+
+var allVersions = []superblock.Version{superblock.Version090, superblock.Version10, superblock.Version11, superblock.Version12}
+
+func readDiskState(c *qt.C, d guest.Disk) diskState {
+	c.Helper()
+	f, err := os.OpenFile(d.Path, os.O_RDONLY|unix.O_DIRECT, 0)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	img := alignedBuf(int(d.Size), 4096)
+	for off := int64(0); off < d.Size; off += 4 << 20 {
+		c.Assert(readFull(f, img[off:min(off+4<<20, d.Size)], off), qt.IsNil)
+	}
+	s := diskState{sbs: map[superblock.Version]*superblock.Superblock{}}
+	for off := 0; off < len(img); off += stateBlock {
+		s.sums = append(s.sums, xxhash.Sum64(img[off:min(off+stateBlock, len(img))]))
+	}
+	r := bytes.NewReader(img)
+	for _, v := range allVersions {
+		if sb, _ := superblock.Read(r, d.Size, v); sb != nil {
+			s.sbs[v] = sb
+		}
+	}
+	if sb := s.sbs[superblock.Version12]; sb != nil {
+		s.md = append(s.md, span{sb.DiskOffset &^ 4095, 4096})
+		if sb.HasBitmap() {
+			loc, err := superblock.BitmapLocation(sb)
+			c.Assert(err, qt.IsNil)
+			bm, err := superblock.ReadBitmap(r, sb)
+			c.Assert(err, qt.IsNil)
+			end := (loc + int64(bm.Size(4096)) + 4095) &^ 4095
+			s.md = append(s.md, span{loc &^ 4095, end - loc&^4095})
+		}
+	}
+	return s
+}
+
+// changedOutside lists, as byte offsets, the 4 KiB blocks that differ
+// between a and b and lie outside every span of area.
+func changedOutside(c *qt.C, a, b diskState, area []span) []int64 {
+	c.Helper()
+	c.Assert(len(b.sums), qt.Equals, len(a.sums))
+	var out []int64
+	for i := range a.sums {
+		off := int64(i) * stateBlock
+		if a.sums[i] != b.sums[i] && !inSpans(off, area) {
+			out = append(out, off)
+		}
+	}
+	return out
+}
+
+func inSpans(off int64, area []span) bool {
+	for _, s := range area {
+		if off >= s.off && off < s.off+s.n {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOnlyOurs checks that the disk carries a 1.2 superblock and no
+// superblock at any other md location.
+func checkOnlyOurs(c *qt.C, s diskState) {
+	c.Helper()
+	c.Check(s.sbs[superblock.Version12], qt.Not(qt.IsNil), qt.Commentf("no 1.2 superblock"))
+	for _, v := range allVersions {
+		if sb := s.sbs[v]; v != superblock.Version12 && sb != nil {
+			c.Errorf("a %s superblock appeared at byte %d", v, sb.DiskOffset)
+		}
+	}
+}
+
+// fillDisk writes b over the whole disk with O_DIRECT. A disk of one
+// fill byte (0x00, 0x5a or 0xff) is blank by the blank rule, and on a
+// disk of 0x5a any write, of zeros too, shows.
+func fillDisk(c *qt.C, d guest.Disk, b byte) {
+	c.Helper()
+	f, err := os.OpenFile(d.Path, os.O_WRONLY|unix.O_DIRECT, 0)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	buf := alignedBuf(4<<20, 4096)
+	for i := range buf {
+		buf[i] = b
+	}
+	for off := int64(0); off < d.Size; off += int64(len(buf)) {
+		_, err := f.WriteAt(buf[:min(int64(len(buf)), d.Size-off)], off)
+		c.Assert(err, qt.IsNil)
+	}
+	c.Assert(f.Sync(), qt.IsNil)
+}
+
+// superblock12 reads the 1.2 superblock of path through its own O_DIRECT
+// descriptor.
+func superblock12(c *qt.C, path string) *superblock.Superblock {
+	c.Helper()
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	buf := alignedBuf(4096, 4096)
+	c.Assert(readFull(f, buf, 8*512), qt.IsNil)
+	sb, err := superblock.Decode(buf)
+	c.Assert(err, qt.IsNil)
+	return sb
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func hasStep(steps []StepTiming, k StepKind) bool {
+	for _, st := range steps {
+		if st.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// TestVMReplaceKilled (issue 10, "also prove on the real kernel"): a
+// replace is killed (SIGKILL: no deferred cleanup, no unfreeze) right
+// after each step that leaves the array half changed, on a raid1 1.2
+// with an internal bitmap and data on it, then rerun by a new Manager
+// (as a new process would). The first run writes nothing on the disk
+// outside the 1.2 superblock and bitmap area; a replace with another disk
+// is refused meanwhile and writes nothing; the rerun keeps the device
+// UUID and dev_number the first run wrote, writes nothing else on the
+// disk before recovery starts, and no superblock appears at any other md
+// location; then the disk rebuilds into slot 1, raid_disks stays 2,
+// recovery ends unfrozen, and the data verifies through the new disk
+// alone.
 func TestVMReplaceKilled(t *testing.T) {
+	cases := []struct {
+		step StepKind
+		// slot is what dev-NEW/slot reads after the kill; "" when the
+		// disk is not a member.
+		slot string
+		// resume is the stage the rerun's plan must find; checked when
+		// resumeKnown (there is no stage for a disk whose slot is pinned).
+		resume      ResumeStage
+		resumeKnown bool
+	}{
+		{step: StepWriteSuperblock, resume: ResumeWritten, resumeKnown: true},
+		{step: StepAdd, slot: "none", resume: ResumeAdded, resumeKnown: true},
+		{step: StepSetSlot, slot: "1"},
+	}
+	for _, tt := range cases {
+		t.Run(string(tt.step), func(t *testing.T) {
+			c := qt.New(t)
+			disks := guest.ScratchDisks(t, 4)
+			ctx := context.Background()
+			md := createArray(c, "/dev/md/kill", []string{"--level=1", "--metadata=1.2", "--bitmap=internal", "--raid-devices=2"}, disks[:2])
+			mdDev := "/dev/" + md
+			sum := writeData(c, mdDev)
+			m := vmManager(t)
+			runDir := m.ops.runDir
+			// Failed, not removed: the killed run removes it first.
+			c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+			cand, other := disks[2], disks[3]
+			fillDisk(c, cand, 0x5a)
+			blank := readDiskState(c, cand)
+
+			killedReplace(c, md, cand.Path, runDir, tt.step)
+			c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
+			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+			_, err := os.Stat(guest.SysPath(md, "dev-"+disks[1].Name))
+			c.Check(err, qt.ErrorIs, os.ErrNotExist, qt.Commentf("%s is still bound", disks[1].Name))
+			if tt.slot == "" {
+				_, err := os.Stat(guest.SysPath(md, "dev-"+cand.Name))
+				c.Check(err, qt.ErrorIs, os.ErrNotExist)
+			} else {
+				c.Check(guest.ReadAttr(c, md, "dev-"+cand.Name+"/slot"), qt.Equals, tt.slot)
+			}
+			killed := readDiskState(c, cand)
+			checkOnlyOurs(c, killed)
+			sb := killed.sbs[superblock.Version12]
+			c.Assert(sb, qt.Not(qt.IsNil))
+			c.Check(sb.SetUUID, qt.Equals, superblock12(c, disks[0].Path).SetUUID)
+			if tt.step == StepWriteSuperblock {
+				c.Check(sb.Role(), qt.Equals, superblock.RoleSpare)
+				c.Check(sb.Events, qt.Equals, uint64(0))
+			}
+			// The mask is the superblock and the bitmap, nothing wider.
+			c.Assert(killed.md, qt.HasLen, 2)
+			c.Check(changedOutside(c, blank, killed, killed.md), qt.HasLen, 0,
+				qt.Commentf("the killed run wrote outside its superblock and bitmap area %v", killed.md))
+			a, err := m.Status(ctx, md)
+			c.Assert(err, qt.IsNil)
+			c.Assert(a.Freeze, qt.Not(qt.IsNil))
+			c.Check(a.Freeze.ByReplace, qt.IsTrue)
+			c.Check(a.Freeze.Stale, qt.IsTrue)
+
+			// A different disk is refused while our half-done work sits on
+			// the first one, and is left byte-identical.
+			otherBefore := readDiskState(c, other)
+			_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: other.Path})
+			c.Logf("replace with another disk: %v", err)
+			c.Check(err, qt.ErrorIs, ErrArrayBusy)
+			c.Check(err, qt.ErrorIs, ErrRefused)
+			c.Check(changedOutside(c, otherBefore, readDiskState(c, other), nil), qt.HasLen, 0, qt.Commentf("changed blocks of %s", other.Path))
+			c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
+
+			// The rerun, by a new Manager on the same run directory. Until
+			// recovery is unfrozen, the disk holds nothing but what the
+			// killed run wrote (md may rewrite its superblock and bitmap):
+			// looked at once the slot is pinned, the last step before the
+			// unfreeze (and the one whose writes come last).
+			m2, err := Open(&Config{RunDir: runDir})
+			c.Assert(err, qt.IsNil)
+			type seen struct {
+				after  StepKind
+				action string
+				disk   diskState
+			}
+			var during []seen
+			m2.ops.afterStep = func(k StepKind) error {
+				if k == StepSetSlot {
+					during = append(during, seen{k, guest.ReadAttr(c, md, "sync_action"), readDiskState(c, cand)})
+				}
+				return nil
+			}
+			res, err := m2.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path, Member: disks[1].Name})
+			m2.ops.afterStep = nil
+			c.Assert(err, qt.IsNil, qt.Commentf("the rerun after a kill after %s did not converge", tt.step))
+			t.Logf("rerun steps: %v", res.Steps)
+			c.Check(res.Slot, qt.Equals, 1)
+			c.Check(res.Member, qt.Equals, cand.Name)
+			if tt.resumeKnown {
+				c.Check(res.Plan.Resume, qt.Equals, tt.resume)
+			}
+			if res.Plan.Resume == ResumeWritten {
+				c.Check(res.Plan.DeviceUUID, qt.Equals, sb.DeviceUUID.String())
+				c.Check(res.Plan.DevNumber, qt.Equals, sb.DevNumber)
+			}
+			c.Check(hasStep(res.Steps, StepRemove), qt.IsFalse, qt.Commentf("removed again"))
+			c.Check(hasStep(res.Steps, StepFreeze), qt.IsFalse, qt.Commentf("froze again instead of adopting the freeze"))
+			if tt.step != StepWriteSuperblock {
+				// The disk is a member already: writing it again would
+				// write a member.
+				c.Check(hasStep(res.Steps, StepWriteSuperblock), qt.IsFalse)
+				c.Check(hasStep(res.Steps, StepAdd), qt.IsFalse)
+			}
+			for _, w := range res.Plan.Writes {
+				c.Check(inSpans(w.Offset, killed.md) && inSpans(w.Offset+int64(w.Length)-1, killed.md), qt.IsTrue,
+					qt.Commentf("the rerun writes %s at %d+%d, outside the killed run's area %v", w.What, w.Offset, w.Length, killed.md))
+			}
+			c.Check(during, qt.HasLen, btoi(hasStep(res.Steps, StepSetSlot)))
+			for _, s := range during {
+				c.Check(s.action, qt.Equals, "frozen", qt.Commentf("after step %s", s.after))
+				c.Check(changedOutside(c, blank, s.disk, killed.md), qt.HasLen, 0,
+					qt.Commentf("after step %s the rerun had written outside %v", s.after, killed.md))
+				checkOnlyOurs(c, s.disk)
+				if got := s.disk.sbs[superblock.Version12]; got != nil {
+					c.Check(got.DeviceUUID, qt.Equals, sb.DeviceUUID, qt.Commentf("after step %s", s.after))
+					c.Check(got.DevNumber, qt.Equals, sb.DevNumber, qt.Commentf("after step %s", s.after))
+				}
+			}
+
+			a, err = m2.WaitReplace(ctx, WaitRequest{Array: md, Member: cand.Name, Interval: 200 * time.Millisecond})
+			c.Assert(err, qt.IsNil)
+			c.Check(a.Availability, qt.Equals, Online)
+			c.Check(a.Freeze, qt.IsNil)
+			c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
+			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+			c.Check(guest.ReadAttr(c, md, "dev-"+cand.Name+"/slot"), qt.Equals, "1")
+			rec, err := readFreeze(runDir, a.UUID)
+			c.Assert(err, qt.IsNil)
+			c.Check(rec, qt.IsNil)
+			d := mdadmtext.ParseDetail(guest.Mdadm(c, "--detail", mdDev))
+			row, ok := d.Row(cand.Path)
+			c.Assert(ok, qt.IsTrue, qt.Commentf("%s not in mdadm --detail", cand.Path))
+			c.Check(row.Slot, qt.Equals, "1")
+			c.Check(row.State, qt.Matches, "active sync.*")
+			final := superblock12(c, cand.Path)
+			c.Check(final.DeviceUUID, qt.Equals, sb.DeviceUUID)
+			c.Check(final.DevNumber, qt.Equals, sb.DevNumber)
+
+			// The new disk alone serves the data.
+			c.Assert(m2.Fail(ctx, md, disks[0].Name), qt.IsNil)
+			c.Check(readData(c, mdDev), qt.Equals, sum)
+			guest.Mdadm(c, "--stop", mdDev)
+		})
+	}
+}
+
+// TestVMReplaceAddFails: ADD_NEW_DISK fails (someone holds the disk
+// exclusively once the superblock is written); the failure says so and
+// unfreezes, and a rerun resumes on the superblock it wrote and
+// completes.
+func TestVMReplaceAddFails(t *testing.T) {
 	c := qt.New(t)
-	disks := guest.ScratchDisks(t, 4)
+	disks := guest.ScratchDisks(t, 3)
 	ctx := context.Background()
-	md := createArray(c, "/dev/md/kill", []string{"--level=1", "--metadata=1.2", "--bitmap=internal", "--raid-devices=2"}, disks[:2])
+	md := createArray(c, "/dev/md/addf", []string{"--level=1", "--metadata=1.2", "--bitmap=internal", "--raid-devices=2"}, disks[:2])
 	mdDev := "/dev/" + md
 	sum := writeData(c, mdDev)
 	m := vmManager(t)
-	runDir := m.ops.runDir
 	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
-
-	cmd := exec.Command(os.Args[0], "-test.run=^TestVMReplaceHelper$")
-	cmd.Env = append(os.Environ(), helperEnv+"=kill-after-write", helperArrayEnv+"="+md,
-		helperWithEnv+"="+disks[2].Path, helperRunEnv+"="+runDir)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	c.Assert(errors.As(err, &ee), qt.IsTrue, qt.Commentf("helper: %v\n%s", err, out))
-	c.Assert(ee.Sys().(syscall.WaitStatus).Signal(), qt.Equals, syscall.SIGKILL, qt.Commentf("%s", out))
-	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
-	f := disks[2].Open(t)
-	sb, err := superblock.Read(f, disks[2].Size, superblock.Version12)
-	c.Assert(err, qt.IsNil)
-	c.Check(sb.Role(), qt.Equals, superblock.RoleSpare)
-	_, err = os.Stat(guest.SysPath(md, "dev-"+disks[2].Name))
-	c.Check(err, qt.ErrorIs, os.ErrNotExist)
-
-	// A different disk is still refused while our half-done work sits
-	// on the other one: the array is frozen "by someone else".
-	_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
-	c.Check(err, qt.ErrorIs, ErrArrayBusy)
-
-	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[2].Path, Member: disks[1].Name})
-	c.Assert(err, qt.IsNil)
-	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
-	c.Check(res.Plan.DeviceUUID, qt.Equals, sb.DeviceUUID.String())
-	_, err = m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[2].Name, Interval: 200 * time.Millisecond})
-	c.Assert(err, qt.IsNil)
-
-	// ADD_NEW_DISK fails: someone holds the disk exclusively once the
-	// superblock is written.
-	c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
-	c.Check(readData(c, mdDev), qt.Equals, sum)
-	c.Assert(m.Remove(ctx, md, disks[0].Name), qt.IsNil)
+	c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
+	cand := disks[2]
 	var holder *os.File
 	m.ops.afterStep = func(k StepKind) error {
 		if k == StepWriteSuperblock {
 			var err error
-			holder, err = os.OpenFile(disks[3].Path, os.O_RDONLY|unix.O_EXCL, 0)
+			holder, err = os.OpenFile(cand.Path, os.O_RDONLY|unix.O_EXCL, 0)
 			return err
 		}
 		return nil
 	}
-	_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	_, err := m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path})
 	m.ops.afterStep = nil
 	c.Assert(err, qt.ErrorIs, unix.EBUSY)
 	var xe *ExecError
 	c.Assert(errors.As(err, &xe), qt.IsTrue)
 	c.Check(xe.Step, qt.Equals, StepAdd)
+	c.Check(xe.NothingChanged, qt.IsFalse)
 	t.Logf("ADD_NEW_DISK failure: %v", err)
+	c.Assert(holder, qt.Not(qt.IsNil))
 	holder.Close()
 	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
-	res, err = m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
+	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path})
 	c.Assert(err, qt.IsNil)
 	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
-	c.Check(res.Slot, qt.Equals, 0)
-	a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[3].Name, Interval: 200 * time.Millisecond})
+	c.Check(res.Slot, qt.Equals, 1)
+	a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: cand.Name, Interval: 200 * time.Millisecond})
 	c.Assert(err, qt.IsNil)
 	c.Check(a.Availability, qt.Equals, Online)
-	c.Assert(m.Fail(ctx, md, disks[2].Name), qt.IsNil)
+	c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
 	c.Check(readData(c, mdDev), qt.Equals, sum)
 	guest.Mdadm(c, "--stop", mdDev)
 }
 
-// TestVMReplaceConcurrent: two replaces on one array at once: exactly one
-// succeeds, and the array ends up with its two slots, nothing more.
+// TestVMReplaceConcurrent (issue 10, "also prove on the real kernel"):
+// two replaces with different disks race for the one empty slot of a
+// raid1, each through its own Manager (they share only the run
+// directory), released together from a barrier: either both Replace
+// calls at once, or both plans made first (both pass) and both executed
+// at once. Exactly one wins, whichever it is; the other is refused
+// (ErrLocked or ErrRefused), not as a failed execution, and its disk is
+// byte-identical afterwards, also once the winner's rebuild is done. The
+// array keeps its two slots and its data.
 func TestVMReplaceConcurrent(t *testing.T) {
-	c := qt.New(t)
-	disks := guest.ScratchDisks(t, 4)
-	ctx := context.Background()
-	md := createArray(c, "/dev/md/conc", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
-	m := vmManager(t)
-	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
-	c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, d := range disks[2:4] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m2 := vmManager(t) // separate Managers share only the lock directory
-			m2.ops.runDir = m.ops.runDir
-			_, errs[i] = m2.Replace(ctx, ReplaceRequest{Array: md, With: d.Path})
-		}()
-	}
-	wg.Wait()
-	ok := 0
-	for _, err := range errs {
-		if err == nil {
-			ok++
-			continue
+	for _, planFirst := range []bool{false, true} {
+		name := "replace"
+		if planFirst {
+			name = "plan-then-execute"
 		}
-		t.Logf("the other replace: %v", err)
-		c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue)
+		t.Run(name, func(t *testing.T) {
+			c := qt.New(t)
+			disks := guest.ScratchDisks(t, 4)
+			ctx := context.Background()
+			md := createArray(c, "/dev/md/conc", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+			mdDev := "/dev/" + md
+			sum := writeData(c, mdDev)
+			m := vmManager(t)
+			c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+			c.Assert(m.Remove(ctx, md, disks[1].Name), qt.IsNil)
+			cands := disks[2:4]
+			before := make([]diskState, len(cands))
+			mgrs := make([]*Manager, len(cands))
+			for i, d := range cands {
+				fillDisk(c, d, 0x5a)
+				before[i] = readDiskState(c, d)
+				var err error
+				mgrs[i], err = Open(&Config{RunDir: m.ops.runDir})
+				c.Assert(err, qt.IsNil)
+			}
+
+			var ready, done sync.WaitGroup
+			start := make(chan struct{})
+			results := make([]*ReplaceResult, len(cands))
+			errs := make([]error, len(cands))
+			planErrs := make([]error, len(cands))
+			for i, d := range cands {
+				ready.Add(1)
+				done.Add(1)
+				go func() {
+					defer done.Done()
+					req := ReplaceRequest{Array: md, With: d.Path}
+					var p *Plan
+					if planFirst {
+						p, planErrs[i] = mgrs[i].PlanReplace(ctx, req)
+					}
+					ready.Done()
+					<-start
+					switch {
+					case !planFirst:
+						results[i], errs[i] = mgrs[i].Replace(ctx, req)
+					case planErrs[i] == nil:
+						results[i], errs[i] = mgrs[i].ExecuteReplace(ctx, p)
+					default:
+						errs[i] = planErrs[i]
+					}
+				}()
+			}
+			ready.Wait()
+			close(start)
+			done.Wait()
+			for i, err := range planErrs {
+				c.Assert(err, qt.IsNil, qt.Commentf("plan with %s", cands[i].Path))
+			}
+
+			winner := -1
+			for i, err := range errs {
+				if err == nil {
+					c.Check(winner, qt.Equals, -1, qt.Commentf("both replaces succeeded"))
+					winner = i
+					continue
+				}
+				t.Logf("the replace with %s: %v", cands[i].Path, err)
+				c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
+				var xe *ExecError
+				c.Check(errors.As(err, &xe), qt.IsFalse, qt.Commentf("the loser failed while executing: %v", err))
+			}
+			c.Assert(winner, qt.Not(qt.Equals), -1, qt.Commentf("neither replace succeeded"))
+			loser := 1 - winner
+			win, lose := cands[winner], cands[loser]
+			t.Logf("%s won, %s lost", win.Path, lose.Path)
+			c.Check(results[winner].Slot, qt.Equals, 1)
+			c.Check(results[winner].Member, qt.Equals, win.Name)
+			c.Check(changedOutside(c, before[loser], readDiskState(c, lose), nil), qt.HasLen, 0, qt.Commentf("the loser's disk %s changed", lose.Path))
+			_, err := os.Stat(guest.SysPath(md, "dev-"+lose.Name))
+			c.Check(err, qt.ErrorIs, os.ErrNotExist, qt.Commentf("the loser's disk is bound"))
+			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+
+			a, err := m.WaitReplace(ctx, WaitRequest{Array: md, Member: win.Name, Interval: 200 * time.Millisecond})
+			c.Assert(err, qt.IsNil)
+			c.Check(a.Availability, qt.Equals, Online)
+			c.Check(a.RaidDisks, qt.Equals, 2)
+			c.Check(a.Spares, qt.HasLen, 0)
+			c.Check(guest.ReadAttr(c, md, "dev-"+win.Name+"/slot"), qt.Equals, "1")
+			c.Check(changedOutside(c, before[loser], readDiskState(c, lose), nil), qt.HasLen, 0, qt.Commentf("the loser's disk %s changed during the rebuild", lose.Path))
+			c.Assert(m.Fail(ctx, md, disks[0].Name), qt.IsNil)
+			c.Check(readData(c, mdDev), qt.Equals, sum)
+			guest.Mdadm(c, "--stop", mdDev)
+		})
 	}
-	c.Check(ok, qt.Equals, 1)
-	c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
-	guest.WaitSync(c, md)
-	guest.Mdadm(c, "--stop", "/dev/"+md)
 }
 
 // TestVMRun starts a raid5 assembled one member short; a replace is
