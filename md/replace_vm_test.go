@@ -531,21 +531,36 @@ func checkOnlyOurs(c *qt.C, s diskState) {
 
 // fillDisk writes b over the whole disk with O_DIRECT. A disk of one
 // fill byte (0x00, 0x5a or 0xff) is blank by the blank rule, and on a
-// disk of 0x5a any write, of zeros too, shows.
+// disk of 0x5a any write, of zeros too, shows. When the test ends, the
+// arrays are stopped and the whole disk is zeroed again: the rig's reset
+// zeroes only the ends, and a disk of zeros at its ends and 0x5a between
+// is not blank for the next test.
 func fillDisk(c *qt.C, d guest.Disk, b byte) {
 	c.Helper()
-	f, err := os.OpenFile(d.Path, os.O_WRONLY|unix.O_DIRECT, 0)
-	c.Assert(err, qt.IsNil)
-	defer f.Close()
-	buf := alignedBuf(4<<20, 4096)
-	for i := range buf {
-		buf[i] = b
+	write := func(b byte) error {
+		f, err := os.OpenFile(d.Path, os.O_WRONLY|unix.O_DIRECT, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		buf := alignedBuf(4<<20, 4096)
+		for i := range buf {
+			buf[i] = b
+		}
+		for off := int64(0); off < d.Size; off += int64(len(buf)) {
+			if _, err := f.WriteAt(buf[:min(int64(len(buf)), d.Size-off)], off); err != nil {
+				return err
+			}
+		}
+		return f.Sync()
 	}
-	for off := int64(0); off < d.Size; off += int64(len(buf)) {
-		_, err := f.WriteAt(buf[:min(int64(len(buf)), d.Size-off)], off)
-		c.Assert(err, qt.IsNil)
-	}
-	c.Assert(f.Sync(), qt.IsNil)
+	c.Cleanup(func() {
+		guest.Reset(c)
+		if err := write(0); err != nil {
+			c.Errorf("zeroing %s: %v", d.Path, err)
+		}
+	})
+	c.Assert(write(b), qt.IsNil)
 }
 
 // superblock12 reads the 1.2 superblock of path through its own O_DIRECT
@@ -615,7 +630,8 @@ func TestVMReplaceKilled(t *testing.T) {
 			sum := writeData(c, mdDev)
 			m := vmManager(t)
 			runDir := m.ops.runDir
-			// Failed, not removed: the killed run removes it first.
+			// Failed, not removed: the rerun names it, and finds it
+			// removed or removes it.
 			c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
 			cand, other := disks[2], disks[3]
 			fillDisk(c, cand, 0x5a)
@@ -624,8 +640,6 @@ func TestVMReplaceKilled(t *testing.T) {
 			killedReplace(c, md, cand.Path, runDir, tt.step)
 			c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
 			c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
-			_, err := os.Stat(guest.SysPath(md, "dev-"+disks[1].Name))
-			c.Check(err, qt.ErrorIs, os.ErrNotExist, qt.Commentf("%s is still bound", disks[1].Name))
 			if tt.slot == "" {
 				_, err := os.Stat(guest.SysPath(md, "dev-"+cand.Name))
 				c.Check(err, qt.ErrorIs, os.ErrNotExist)
@@ -693,7 +707,9 @@ func TestVMReplaceKilled(t *testing.T) {
 				c.Check(res.Plan.DeviceUUID, qt.Equals, sb.DeviceUUID.String())
 				c.Check(res.Plan.DevNumber, qt.Equals, sb.DevNumber)
 			}
-			c.Check(hasStep(res.Steps, StepRemove), qt.IsFalse, qt.Commentf("removed again"))
+			if hasStep(res.Steps, StepRemove) {
+				c.Check(res.Plan.Remove.Device, qt.Equals, disks[1].Name)
+			}
 			c.Check(hasStep(res.Steps, StepFreeze), qt.IsFalse, qt.Commentf("froze again instead of adopting the freeze"))
 			if tt.step != StepWriteSuperblock {
 				// The disk is a member already: writing it again would
