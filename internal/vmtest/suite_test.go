@@ -49,11 +49,11 @@ func TestGuestPackages(t *testing.T) {
 			}
 			disks = append(disks, Disk{Path: kn, Slot: suiteDisks, LogicalBlockSize: 4096})
 			res, err := r.RunTest(t, Config{
-				Cmd:     []string{guestExe, "-test.v", "-test.timeout=4m", "-test.run=^TestVM"},
+				Cmd:     []string{guestExe, "-test.v", "-test.timeout=9m", "-test.run=^TestVM"},
 				Dir:     "/src/" + p.Rel,
 				Files:   map[string]string{guestExe: exe},
 				Disks:   disks,
-				Timeout: 5 * time.Minute,
+				Timeout: 10 * time.Minute,
 			})
 			if res != nil {
 				t.Logf("VM ran %v", res.Duration.Round(time.Millisecond))
