@@ -156,7 +156,15 @@ const (
 	// ResumeAdded: the candidate was added as a spare with recovery
 	// frozen, but its slot was not pinned. The plan pins it and unfreezes.
 	ResumeAdded ResumeStage = "added"
+	// ResumePinned: the candidate was added and pinned to its slot, but
+	// the run died before it unfroze recovery (its freeze record names
+	// the candidate). The plan unfreezes, and the kernel rebuilds.
+	ResumePinned ResumeStage = "pinned"
 )
+
+// member reports whether the stage finds the candidate already a member
+// of the array (added, and maybe pinned).
+func (r ResumeStage) member() bool { return r == ResumeAdded || r == ResumePinned }
 
 // PlanMember names a member a plan acts on.
 type PlanMember struct {
@@ -214,6 +222,9 @@ type Plan struct {
 	// adopted is the record of a freeze an interrupted replace left: the
 	// plan keeps the array frozen and unfreezes it at the end.
 	adopted *freezeRecord
+	// pinned is the slot an interrupted run pinned the candidate to
+	// (ResumePinned).
+	pinned int
 }
 
 // Candidate is what was learnt about the disk offered as the new member.
@@ -390,8 +401,17 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		}
 	}
 	if bound != nil && len(c.MemberOf) == 1 && s.action == sysfs.ActionFrozen &&
-		!bound.state.Has(sysfs.FlagFaulty) && !bound.state.Has(sysfs.FlagInSync) && bound.Slot < 0 {
-		p.Resume = ResumeAdded
+		!bound.state.Has(sysfs.FlagFaulty) && !bound.state.Has(sysfs.FlagInSync) {
+		switch {
+		case bound.Slot < 0:
+			p.Resume = ResumeAdded
+		case f.freeze != nil && f.freeze.Written && f.freeze.CandDev == c.DevNum:
+			// Pinned by a run that died before it unfroze: only the
+			// freeze record of that run says so; a slotted, frozen
+			// member without it is someone else's rebuild.
+			p.Resume = ResumePinned
+			p.pinned = bound.Slot
+		}
 	}
 
 	// One change at a time.
@@ -412,7 +432,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		busy = "a sync is pending (sync_completed delayed)"
 	}
 	for _, sl := range a.Slots {
-		if busy == "" && sl.State == SlotRebuilding {
+		if busy == "" && sl.State == SlotRebuilding && !(p.Resume == ResumePinned && sl.Member != nil && sl.Member.Device == c.Device) {
 			busy = fmt.Sprintf("slot %d is being rebuilt (%s)", sl.Slot, sl.Member.Device)
 		}
 		if busy == "" && sl.Replacement != nil {
@@ -522,6 +542,15 @@ func clusteredReason(f arrayFacts) string {
 // planSlot decides which slot the new disk fills.
 func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 	p := pl.p
+	if p.Resume == ResumePinned {
+		if req.Slot != nil && *req.Slot != p.pinned {
+			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but the interrupted run pinned %s to slot %d", *req.Slot, p.Candidate.Device, p.pinned)
+			return
+		}
+		p.Slot = p.pinned
+		pl.pass(checkSlot, "slot %d, pinned by the interrupted run", p.Slot)
+		return
+	}
 	if a.RaidDisks == 0 {
 		pl.skip(checkSlot, "the array has no slots to look at")
 		return
@@ -605,7 +634,7 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 		}
 		return
 	}
-	resumeAdded := p.Resume == ResumeAdded
+	resumeAdded := p.Resume.member()
 	switch {
 	case c.sysfsErr != nil:
 		pl.fail(checkNotMember, ErrUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
@@ -664,7 +693,7 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 // outside its superblock area is blank.
 func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 	p := pl.p
-	resumeAdded := p.Resume == ResumeAdded
+	resumeAdded := p.Resume.member()
 	if !c.scanned {
 		why := "the disk could not be read"
 		if c.scanErr != nil {
@@ -838,7 +867,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		return
 	}
 	p.Source = src.Device
-	if p.Resume == ResumeAdded {
+	if p.Resume.member() {
 		pl.pass(checkSource, "not needed: the candidate is already a member")
 		pl.pass(checkSize, "accepted by the kernel when it was added")
 		return
@@ -1112,14 +1141,16 @@ func planSteps(p *Plan) {
 	if p.freeze {
 		add(StepFreeze, "freeze recovery (sync_action frozen)")
 	}
-	if p.Resume != ResumeAdded {
+	if !p.Resume.member() {
 		add(StepWriteSuperblock, "write a spare superblock (dev_number %d) on %s", p.DevNumber, p.Candidate.Path)
 		add(StepAdd, "add %s to %s as a spare (ADD_NEW_DISK)", p.Candidate.Path, p.Array)
 	}
 	if p.Hot {
 		add(StepWantReplacement, "mark %s want_replacement", p.Replace.Device)
 	}
-	add(StepSetSlot, "pin %s to slot %d", p.Candidate.Device, p.Slot)
+	if p.Resume != ResumePinned {
+		add(StepSetSlot, "pin %s to slot %d", p.Candidate.Device, p.Slot)
+	}
 	add(StepUnfreeze, "unfreeze recovery (sync_action idle)")
 	add(StepVerify, "check raid_disks is still %d and recovery into slot %d started", p.raidDisks, p.Slot)
 }

@@ -425,3 +425,48 @@ func TestPlanResumeAdded(t *testing.T) {
 	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
 	c.Check(err, qt.ErrorIs, ErrCandidateMember)
 }
+
+// TestPlanResumePinned: a run that died after pinning the slot (before it
+// unfroze) is finished by a rerun that only unfreezes, when that run's
+// freeze record names the candidate; without the record the same state is
+// someone else's rebuild and is refused as busy.
+func TestPlanResumePinned(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-removed-spare") // vdd: unslotted spare, frozen
+	f := r.facts(t, "")
+	f.s = cloneSnapshot(f.s)
+	var devnum string
+	for i := range f.s.members {
+		if f.s.members[i].Device == "vdd" {
+			f.s.members[i].Slot = 2 // pinned, not yet in sync
+			devnum = f.s.members[i].DevNum
+		}
+	}
+	c.Assert(devnum, qt.Not(qt.Equals), "")
+	cand := &Candidate{Path: "/dev/vdd", Device: "vdd", DevNum: devnum, BlockDevice: true, SizeBytes: 64 << 20, LogicalBlockSize: 512,
+		MemberOf: []string{r.name}, Holders: []string{r.name}, ExclusiveBusy: true,
+		Findings: []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}},
+		scanned:  true, residueKnown: true}
+	req := ReplaceRequest{Array: r.name, With: "/dev/vdd"}
+
+	_, err := planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrArrayBusy, qt.Commentf("no freeze record: a rebuild that is not ours"))
+
+	f.freeze = &freezeRecord{Array: r.name, PID: 1, Candidate: "/dev/vdd", CandDev: devnum, Device: "vdd", Slot: 2, Written: true}
+	p, err := planReplace(f, cand, req, uuid.New())
+	c.Assert(err, qt.IsNil, qt.Commentf("%+v", p.Checks))
+	c.Check(p.Resume, qt.Equals, ResumePinned)
+	c.Check(p.Slot, qt.Equals, 2)
+	c.Check(steps(p), qt.DeepEquals, []StepKind{StepUnfreeze, StepVerify})
+
+	// A record of a run with another disk does not make this one ours.
+	f.freeze.CandDev = "8:99"
+	_, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrRefused)
+
+	// Data outside the superblock area: the disk was reused meanwhile.
+	f.freeze.CandDev = devnum
+	cand.residue = []*NotBlankError{{Kind: KindData, What: "data", Offset: 8 << 20}}
+	_, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrHasData)
+}

@@ -597,14 +597,12 @@ func TestVMReplaceKilled(t *testing.T) {
 		// slot is what dev-NEW/slot reads after the kill; "" when the
 		// disk is not a member.
 		slot string
-		// resume is the stage the rerun's plan must find; checked when
-		// resumeKnown (there is no stage for a disk whose slot is pinned).
-		resume      ResumeStage
-		resumeKnown bool
+		// resume is the stage the rerun's plan must find.
+		resume ResumeStage
 	}{
-		{step: StepWriteSuperblock, resume: ResumeWritten, resumeKnown: true},
-		{step: StepAdd, slot: "none", resume: ResumeAdded, resumeKnown: true},
-		{step: StepSetSlot, slot: "1"},
+		{step: StepWriteSuperblock, resume: ResumeWritten},
+		{step: StepAdd, slot: "none", resume: ResumeAdded},
+		{step: StepSetSlot, slot: "1", resume: ResumePinned},
 	}
 	for _, tt := range cases {
 		t.Run(string(tt.step), func(t *testing.T) {
@@ -686,9 +684,7 @@ func TestVMReplaceKilled(t *testing.T) {
 			t.Logf("rerun steps: %v", res.Steps)
 			c.Check(res.Slot, qt.Equals, 1)
 			c.Check(res.Member, qt.Equals, cand.Name)
-			if tt.resumeKnown {
-				c.Check(res.Plan.Resume, qt.Equals, tt.resume)
-			}
+			c.Check(res.Plan.Resume, qt.Equals, tt.resume)
 			if res.Plan.Resume == ResumeWritten {
 				c.Check(res.Plan.DeviceUUID, qt.Equals, sb.DeviceUUID.String())
 				c.Check(res.Plan.DevNumber, qt.Equals, sb.DevNumber)
