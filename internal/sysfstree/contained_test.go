@@ -1,0 +1,67 @@
+package sysfstree
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+func TestContained(t *testing.T) {
+	tests := []struct {
+		name, manifest string
+		ok             bool
+	}{
+		{"real shape", sample, true},
+		{"loop", "l \"a\" \"b\"\nl \"b\" \"a\"\n", true},
+		{"self", "l \"x/a\" \"a\"\n", true},
+		{"up to root", "l \"x/y/a\" \"../..\"\n", true},
+		{"dot", "l \"x/a\" \".\"\n", true},
+		{"dangling", "l \"x/a\" \"../nowhere/at/all\"\n", true},
+		{"up too far", "l \"x/a\" \"../..\"\n", false},
+		{"up from the root", "l \"a\" \"..\"\n", false},
+		{"dot-dot after a name", "l \"x/y/a\" \"../b/../..\"\n", false},
+		// b resolves to the root, so b/.. would leave it although the
+		// target looks like it stays inside.
+		{"through another link", "l \"x/y/b\" \"../..\"\nl \"c\" \"x/y/b/..\"\n", false},
+		{"entry below a link", "l \"x/a\" \"..\"\nf \"x/a/f\" \"1\\n\"\n", false},
+		{"link below a link", "l \"x\" \"y\"\nl \"x/a\" \"..\"\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			m := tt.manifest
+			if !strings.HasPrefix(m, Header) {
+				m = Header + "\n" + m
+			}
+			entries, err := Parse(strings.NewReader(m))
+			c.Assert(err, qt.IsNil)
+			err = Contained(entries)
+			if tt.ok {
+				c.Check(err, qt.IsNil)
+			} else {
+				c.Check(err, qt.IsNotNil)
+			}
+		})
+	}
+}
+
+// TestContainedCaptures: every real capture satisfies the rule, so fuzz
+// targets seeded from them start from trees they accept.
+func TestContainedCaptures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "fixtures", "*", "sysfs.txt"))
+	if len(files) == 0 {
+		t.Skip("no captures")
+	}
+	for _, name := range files {
+		c := qt.New(t)
+		f, err := os.Open(name)
+		c.Assert(err, qt.IsNil)
+		entries, err := Parse(f)
+		f.Close()
+		c.Assert(err, qt.IsNil)
+		c.Check(Contained(entries), qt.IsNil, qt.Commentf("%s", name))
+	}
+}
