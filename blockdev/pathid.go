@@ -131,7 +131,16 @@ func (w *walker) walk() (id, compat, reason string) {
 	if strings.Contains("/"+w.dev+"/", "/virtual/") && !w.under(w.dev, "nvme-subsystem") {
 		return "", "", "virtual device"
 	}
+	// Each device is visited once. Only the nvme-subsystem step jumps
+	// sideways (to the controller, found through class/nvme), and in a
+	// hostile tree that can lead back below a device already walked.
+	seen := map[string]bool{}
 	for p := w.dev; p != ""; {
+		if seen[p] {
+			w.unsupported = fmt.Sprintf("the walk came back to %s (a loop in the sysfs tree)", p)
+			break
+		}
+		seen[p] = true
 		sub := w.subsystem(p)
 		switch sub {
 		case "":
