@@ -21,19 +21,20 @@ import (
 // Bounds for the fuzzed trees.
 const (
 	maxTreeManifest = 32 << 10
-	maxTreeEntries  = 400
+	maxTreeEntries  = 200
 	maxTreePath     = 1024
 )
 
-// fuzzTree builds the tree a manifest describes below a new temporary
-// directory, or reports false when the manifest is malformed, too large,
-// or could reach outside the tree (see sysfstree.Contained).
+// fuzzTree builds the tree a fuzzed manifest describes below a new
+// temporary directory: its well-formed lines that stay inside the tree
+// (see sysfstree.Contain), each created if it can be. It reports false
+// when nothing is left or the tree would be too large.
 func fuzzTree(t *testing.T, manifest []byte) (sysfs.FS, bool) {
 	if len(manifest) > maxTreeManifest {
 		return sysfs.FS{}, false
 	}
-	entries, err := sysfstree.Parse(bytes.NewReader(manifest))
-	if err != nil || len(entries) > maxTreeEntries || sysfstree.Contained(entries) != nil {
+	entries := sysfstree.Contain(sysfstree.ParseLoose(manifest))
+	if len(entries) == 0 || len(entries) > maxTreeEntries {
 		return sysfs.FS{}, false
 	}
 	for _, e := range entries {
@@ -42,9 +43,7 @@ func fuzzTree(t *testing.T, manifest []byte) (sysfs.FS, bool) {
 		}
 	}
 	root := t.TempDir()
-	if sysfstree.Materialize(root, entries) != nil {
-		return sysfs.FS{}, false
-	}
+	sysfstree.MaterializeLoose(root, entries)
 	fsys, err := sysfs.NewFS(root)
 	if err != nil {
 		t.Fatal(err)
@@ -116,41 +115,60 @@ func checkWalk(t testing.TB, fsys sysfs.FS, devRoot string) {
 	}
 }
 
-// fuzzSeeds returns the trees of the real captures (the parts the walk
-// reads: directories, links, uevent, dev, size, partition, nsid and the
-// identity files) and the synthetic trees of this package's tests.
+// fuzzSeeds returns small trees, so that the fuzzer runs fast: the
+// synthetic tree of TestPathID cut into one tree per top-level device
+// (with the class and dev links leading into it), the odd trees, and the
+// smallest real capture, cut down to what the walk reads.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
-	keep := map[string]bool{"uevent": true, "dev": true, "size": true, "partition": true, "nsid": true,
-		"serial": true, "port_no": true, "num_phys": true, "phy_identifier": true, "sas_address": true, "port_name": true}
+	groups := map[string][]sysfstree.Entry{}
+	top := func(p string) string {
+		el := strings.SplitN(p, "/", 4)
+		if len(el) < 3 || el[0] != "devices" {
+			return ""
+		}
+		return strings.Join(el[:3], "/")
+	}
+	for _, e := range sysfstree.ParseLoose([]byte(manifest)) {
+		key := top(e.Path)
+		if key == "" && e.Kind == sysfstree.Link {
+			key = top(path.Join(path.Dir(e.Path), e.Data))
+		}
+		groups[key] = append(groups[key], e)
+	}
 	var out [][]byte
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "fixtures", "*", "sysfs.txt"))
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		entries, err := sysfstree.Parse(f)
-		f.Close()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var small []sysfstree.Entry
-		for _, e := range entries {
-			if e.Kind == sysfstree.File && (!keep[path.Base(e.Path)] || strings.Contains(e.Path, "/md/")) {
-				continue
-			}
-			small = append(small, e)
-		}
+	add := func(entries []sysfstree.Entry) {
 		var b bytes.Buffer
-		if err := sysfstree.Write(&b, small); err != nil {
+		if err := sysfstree.Write(&b, entries); err != nil {
 			tb.Fatal(err)
 		}
 		out = append(out, b.Bytes())
 	}
-	for _, m := range []string{manifest, oddTrees["nvme controller inside the subsystem"], oddTrees["link loop"]} {
-		out = append(out, []byte(sysfstree.Header+"\n"+m))
+	for _, g := range groups {
+		add(g)
 	}
+	for _, m := range oddTrees {
+		add(sysfstree.ParseLoose([]byte(m)))
+	}
+	keep := map[string]bool{"uevent": true, "dev": true, "size": true, "partition": true, "serial": true}
+	f, err := os.Open(filepath.Join("..", "testdata", "fixtures", "raid1-v1.2", "sysfs.txt"))
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	entries, err := sysfstree.Parse(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var small []sysfstree.Entry
+	for _, e := range entries {
+		if strings.Contains(e.Path, "/md/") || strings.Contains(e.Path, "/queue/") ||
+			e.Kind == sysfstree.File && !keep[path.Base(e.Path)] {
+			continue
+		}
+		small = append(small, e)
+	}
+	add(small)
 	return out
 }
 

@@ -65,3 +65,31 @@ func TestContainedCaptures(t *testing.T) {
 		c.Check(Contained(entries), qt.IsNil, qt.Commentf("%s", name))
 	}
 }
+
+// TestContain: what Contain keeps is contained, and only offending
+// entries are dropped.
+func TestContain(t *testing.T) {
+	c := qt.New(t)
+	entries, err := Parse(strings.NewReader(Header + `
+l "x/a" ".."
+f "x/a/f" "1\n"
+l "b" ".."
+l "x/y/c" "../z/../.."
+f "x/g" "2\n"
+l "x/h" "../x/g"
+`))
+	c.Assert(err, qt.IsNil)
+	got := Contain(entries)
+	c.Check(Contained(got), qt.IsNil)
+	var paths []string
+	for _, e := range got {
+		paths = append(paths, e.Path)
+	}
+	c.Check(paths, qt.DeepEquals, []string{"x/a", "x/g", "x/h"})
+}
+
+func TestParseLoose(t *testing.T) {
+	c := qt.New(t)
+	got := ParseLoose([]byte(Header + "\nf \"a\" \"1\"\nf \"b\nx\n# c\nl \"d\" \"a\"\n\nd \"../e\"\n"))
+	c.Check(got, qt.DeepEquals, []Entry{{Kind: File, Path: "a", Data: "1"}, {Kind: Link, Path: "d", Data: "a"}})
+}
