@@ -271,11 +271,14 @@ type Candidate struct {
 	// scanned is set once the blank scan ran to the end.
 	scanned bool
 	// area is the superblock area a replace would have written with the
-	// one md superblock the disk carries (see ownArea), and residue what
-	// the blank scan finds outside it; residueKnown says it was scanned.
-	area         []span
-	residue      []*NotBlankError
-	residueKnown bool
+	// one md superblock the disk carries (see candidateArea), and residue
+	// what the blank scan finds outside it; residueKnown says it was
+	// scanned. bitmapMissing says the superblock has a bitmap but none was
+	// found: area is the superblock's alone.
+	area          []span
+	bitmapMissing bool
+	residue       []*NotBlankError
+	residueKnown  bool
 }
 
 // arrayFacts is what the planner knows about the array.
@@ -1091,18 +1094,49 @@ func memberWrites(sb *superblock.Superblock, bm *superblock.Bitmap) ([]region, e
 	if err != nil {
 		return nil, err
 	}
-	need := uint64(len(hdr)) + (bm.Bits()+7)/8
-	room := bitmapRoom(sb, loc)
-	if need > room {
-		return nil, fmt.Errorf("md: bitmap needs %d bytes, %d available", need, room)
+	size, err := bitmapBytes(sb, bm, loc)
+	if err != nil {
+		return nil, err
 	}
-	size := min((need+4095)&^4095, room)
 	data := make([]byte, size)
 	copy(data, hdr)
 	for i := len(hdr); i < len(data); i++ {
 		data[i] = 0xff
 	}
 	return append(out, region{What: "bitmap", Off: loc, Data: data}), nil
+}
+
+// maxBitmapBytes bounds a bitmap region, superblock and bits, whatever
+// a bitmap superblock claims. It is this program's limit, not the
+// kernel's: the kernel keeps an internal bitmap in the space reserved
+// between the md superblock and the data (or the bad-block log), growing
+// the chunk until it fits, and mdadm reserves at most 128 MiB there.
+const maxBitmapBytes = 128 << 20
+
+// bitmapBytes is the length of the bitmap region memberWrites writes for
+// the superblock sb with the bitmap superblock bm at byte loc: the bitmap
+// superblock and one bit per chunk of the synced size, rounded up to 4 KiB
+// but never into the next metadata area. It is bounded before anything is
+// sized from it: the chunk must be a power of two of at least 512 bytes,
+// the bitmap may cover no more than the member's data, and the region
+// must fit the room and maxBitmapBytes.
+func bitmapBytes(sb *superblock.Superblock, bm *superblock.Bitmap, loc int64) (uint64, error) {
+	if bm.ChunkSize < 512 || bm.ChunkSize&(bm.ChunkSize-1) != 0 {
+		return 0, fmt.Errorf("md: bitmap chunk size %d is not a power of two of at least 512 bytes", bm.ChunkSize)
+	}
+	if room := dataRoom(sb); bm.SyncSize > room {
+		return 0, fmt.Errorf("md: the bitmap covers %d sectors, the member holds %d", bm.SyncSize, room)
+	}
+	// bits <= SyncSize (chunks of at least one sector), so no overflow.
+	need := uint64(superblock.BitmapSize) + (bm.Bits()+7)/8
+	if need > maxBitmapBytes {
+		return 0, fmt.Errorf("md: bitmap needs %d bytes, more than the %d this program writes", need, maxBitmapBytes)
+	}
+	room := bitmapRoom(sb, loc)
+	if need > room {
+		return 0, fmt.Errorf("md: bitmap needs %d bytes, %d available", need, room)
+	}
+	return min((need+4095)&^4095, room), nil
 }
 
 // bitmapRoom is the space from the bitmap at byte loc up to the next

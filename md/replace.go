@@ -238,7 +238,7 @@ func (c *Candidate) unknown(slot *error, what string, err error) {
 // scan runs the blank scan over the candidate. When the disk carries
 // exactly one md superblock that decodes, it also scans everything but
 // the area a replace would have written with that superblock (see
-// ownArea), so that the planner can tell a half-done run of its own from
+// candidateArea), so that the planner can tell a half-done run of its own from
 // a disk reused since.
 func (c *Candidate) scan(r io.ReaderAt) error {
 	fds, err := blankFindings(r, c.SizeBytes)
@@ -257,11 +257,7 @@ func (c *Candidate) scan(r io.ReaderAt) error {
 	if len(c.mdsb) != 1 {
 		return nil
 	}
-	var bm *superblock.Bitmap
-	if c.mdsb[0].HasBitmap() {
-		bm, _ = superblock.ReadBitmap(r, c.mdsb[0]) // none: the area is the superblock's alone
-	}
-	if c.area = ownArea(c.mdsb[0], bm); c.area == nil {
+	if c.area, c.bitmapMissing = candidateArea(r, c.mdsb[0]); c.area == nil {
 		return nil
 	}
 	c.residue, err = blankFindingsMasked(r, c.SizeBytes, c.area)
@@ -272,28 +268,61 @@ func (c *Candidate) scan(r io.ReaderAt) error {
 	return nil
 }
 
-// ownArea is the superblock area a replace writes for the superblock sb
-// (and, on a bitmap array, the bitmap bm): the regions memberWrites
-// gives, each widened to whole 4 KiB blocks, which md reserves for them.
-// It returns nil when sb cannot be encoded again, or has a bitmap and bm
-// is nil.
-func ownArea(sb *superblock.Superblock, bm *superblock.Bitmap) []span {
-	regions, err := memberWrites(sb, bm)
+// candidateArea is the superblock area a replace would have written with
+// the superblock sb found on the candidate: its superblock and, when it
+// has a bitmap, the bitmap region, each widened to whole 4 KiB blocks,
+// which md reserves for them. It is computed, never allocated: the disk
+// is attacker-controlled, and its bitmap superblock is only read for its
+// 256 bytes and bounded as memberWrites bounds the array's (bitmapBytes).
+// The planner accepts the area only when it is exactly the one its own
+// writes cover (see planSuperblock).
+//
+// When sb has a bitmap but no bitmap superblock is found where it points
+// (a run killed between the superblock and the bitmap write), the area
+// is the superblock's alone and bitmapMissing is set: the blank scan
+// then covers the bitmap region too. It returns nil when sb cannot be
+// encoded again, or its bitmap is unusable.
+func candidateArea(r io.ReaderAt, sb *superblock.Superblock) (area []span, bitmapMissing bool) {
+	b, err := sb.MarshalBinary()
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return regionArea(regions)
+	area = regionArea([]region{{Off: sb.DiskOffset, Data: b}})
+	if !sb.HasBitmap() {
+		return area, false
+	}
+	loc, err := superblock.BitmapLocation(sb)
+	if err != nil {
+		return nil, false
+	}
+	bm, err := superblock.ReadBitmap(r, sb)
+	switch {
+	case errors.Is(err, superblock.ErrNoBitmap):
+		return area, true
+	case err != nil:
+		return nil, false
+	}
+	n, err := bitmapBytes(sb, bm, loc)
+	if err != nil {
+		return nil, false
+	}
+	return append(area, spanArea(loc, int64(n))), false
 }
 
 // regionArea widens regions to whole 4 KiB blocks.
 func regionArea(regions []region) []span {
 	out := make([]span, 0, len(regions))
 	for _, r := range regions {
-		start := r.Off &^ 4095
-		end := (r.Off + int64(len(r.Data)) + 4095) &^ 4095
-		out = append(out, span{start, end - start})
+		out = append(out, spanArea(r.Off, int64(len(r.Data))))
 	}
 	return out
+}
+
+// spanArea widens n bytes at off to whole 4 KiB blocks.
+func spanArea(off, n int64) span {
+	start := off &^ 4095
+	end := (off + n + 4095) &^ 4095
+	return span{start, end - start}
 }
 
 // partitions lists the kernel's partitions of disk name: the entries of
