@@ -373,6 +373,8 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	lvl := sysfs.Level(a.Level)
 	clustered := clusteredReason(f)
 	switch {
+	case unreadFacts(s, "level", "metadata_version") != "":
+		pl.skip(checkArray, "could not read "+unreadFacts(s, "level", "metadata_version"))
 	case s.metadata.Kind != sysfs.MetadataNative:
 		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
 	case clustered != "":
@@ -385,6 +387,8 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		pl.pass(checkArray, "%s with %s metadata", a.Level, s.metadata.Raw)
 	}
 	switch {
+	case unreadFacts(s, "array_state", "degraded") != "":
+		pl.skip(checkRunning, "could not read "+unreadFacts(s, "array_state", "degraded"))
 	case a.Availability == Inactive:
 		pl.fail(checkRunning, ErrArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
 	case a.Availability == Failed:
@@ -447,8 +451,16 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 			busy = fmt.Sprintf("%s waits for a replacement", ms.Device)
 		}
 	}
+	idleUnknown := unreadFacts(s, "sync_action", "sync_completed", "members")
+	if idleUnknown == "" && s.action == "" {
+		// A redundant array always has a sync_action: none read is not
+		// idle.
+		idleUnknown = "sync_action: no value"
+	}
 	if busy != "" {
 		pl.fail(checkIdle, ErrArrayBusy, "%s%s", busy, advice)
+	} else if idleUnknown != "" {
+		pl.skip(checkIdle, "could not read "+idleUnknown)
 	} else if p.adopted != nil {
 		pl.pass(checkIdle, "recovery was left frozen by an interrupted replace (process %d, %s); this replace keeps it frozen and unfreezes it", p.adopted.PID, p.adopted.Time.Format(time.RFC3339))
 	} else {
@@ -486,7 +498,11 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 
 	// The target slot.
-	planSlot(pl, a, req, old)
+	if why := unreadFacts(s, "raid_disks", "members"); why != "" {
+		pl.skip(checkSlot, "could not read "+why)
+	} else {
+		planSlot(pl, a, req, old)
+	}
 	if p.Slot >= 0 && !req.Hot && p.Remove == nil {
 		if sl := a.Slots[p.Slot]; sl.State == SlotFaulty && sl.Member != nil {
 			// The faulty member still holds the slot (recovery frozen):
@@ -525,6 +541,21 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 	planSteps(p)
 	return p, nil
+}
+
+// unreadFacts says which of the attributes named could not be read for
+// the snapshot s, with why, or "" when all were. The attributes are the
+// ones the replace decision uses; a fact that could not be read is never
+// taken as its zero value.
+func unreadFacts(s *snapshot, attrs ...string) string {
+	var out []string
+	for _, e := range s.errs {
+		what, _, _ := strings.Cut(e, ": ")
+		if what == "array" || slices.Contains(attrs, what) {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // clusteredReason says why the array is clustered (an md-cluster array),
@@ -892,6 +923,10 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		return
 	}
 	pl.pass(checkSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
+	if why := unreadFacts(f.s, "component_size"); why != "" || f.s.component == 0 {
+		pl.skip(checkSize, "could not read the array's component size: "+or(why, "component_size: no value"))
+		return
+	}
 	if !c.BlockDevice && !c.Image {
 		pl.skip(checkSize, "candidate size unknown")
 		return

@@ -2,6 +2,8 @@ package md
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"runtime"
 	"testing"
 
@@ -13,6 +15,94 @@ import (
 
 // These tests come from the adversarial review of the replace write path
 // (issue 10, review findings 1, 2, 3, 6, 7 and 8).
+
+// TestPlanRefusesUnreadableSyncAction: an unreadable sync_action is no
+// evidence that nothing runs. The plan refuses with ErrUnknownFact, shows
+// the check as skipped, and writes nothing.
+func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	f := r.facts(t, "")
+	f.s.action = ""
+	f.s.errs = append(f.s.errs, "sync_action: permission denied")
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
+	c.Check(p.Steps, qt.HasLen, 0)
+}
+
+// TestPlanRefusesEmptySyncAction: a redundant array always has a
+// sync_action; reading none (the attribute missing) is not "idle".
+func TestPlanRefusesEmptySyncAction(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	f := r.facts(t, "")
+	f.s.action = ""
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
+}
+
+// TestPlanRefusesUnreadableArrayFacts: every attribute the decision uses
+// that could not be read is a refusal, shown as [skip], never [pass].
+func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
+	for _, tt := range []struct {
+		attr  string
+		check string
+		edit  func(*snapshot)
+	}{
+		{"sync_completed", checkIdle, func(s *snapshot) { s.progress = sysfs.Progress{} }},
+		{"array_state", checkRunning, func(s *snapshot) { s.state = "" }},
+		{"degraded", checkRunning, func(s *snapshot) { s.degraded = nil }},
+		{"raid_disks", checkSlot, func(s *snapshot) {}},
+		{"members", checkSlot, func(s *snapshot) {}},
+		{"component_size", checkSize, func(s *snapshot) { s.component = 0 }},
+	} {
+		t.Run(tt.attr, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, "raid1-degraded-missing")
+			path := r.candidate(t, "vdz", 64<<20)
+			f := r.facts(t, "")
+			tt.edit(f.s)
+			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
+			p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+			c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+			c.Check(checkStatus(p, tt.check), qt.Equals, CheckSkip)
+			c.Check(err, qt.ErrorMatches, ".*"+tt.attr+".*")
+		})
+	}
+}
+
+// TestPlanRefusesUnreadableComponentSize: without component_size, no
+// candidate is known to be big enough; an 8 MiB disk for a 64 MiB
+// mirror must not pass.
+func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 8<<20)
+	f := r.facts(t, "")
+	f.s.component = 0
+	f.s.errs = append(f.s.errs, "component_size: permission denied")
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(checkStatus(p, checkSize), qt.Equals, CheckSkip)
+}
+
+// TestExecuteRefusesUnreadableSyncActionWritesNothing: through the
+// executor, the refusal writes nothing to the candidate.
+func TestExecuteRefusesUnreadableSyncActionWritesNothing(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	before := readImage(t, path)
+	c.Assert(os.Remove(r.m.fs.Path("block", r.name, "md", "sync_action")), qt.IsNil)
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+}
 
 // TestCandidateFactsHostileBitmapAllocation: a hostile candidate (one
 // 1.2 superblock with a bitmap whose bits fill almost the whole disk)
