@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/ioctl"
+	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -55,8 +57,10 @@ type deviceWrite struct {
 	Size, LBS, MaxLBS int64
 	Regions           []region
 	// Own is, when resuming, the superblock area an earlier run wrote:
-	// the final blank check leaves it out. Nil for a fresh disk, which
-	// must be blank everywhere.
+	// the final blank check leaves it out, and checks instead that it
+	// holds what the plan resumes (checkOwnArea). It must be
+	// regionArea(Regions). Nil for a fresh disk, which must be blank
+	// everywhere.
 	Own []span
 }
 
@@ -72,6 +76,9 @@ type region struct {
 type sysKernel struct {
 	fs      sysfs.FS
 	devRoot string
+	// openFile opens the device WriteDevice writes; nil is os.OpenFile.
+	// Tests observe the flags through it.
+	openFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 }
 
 func (k sysKernel) withDevice(array string, f func(d *ioctl.Device) error) error {
@@ -162,9 +169,13 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 		flags |= unix.O_EXCL
 		block = true
 	}
-	f, err := os.OpenFile(path, flags, 0)
+	open := k.openFile
+	if open == nil {
+		open = os.OpenFile
+	}
+	f, err := open(path, flags, 0)
 	if err != nil && !block && oDirect != 0 && errors.Is(err, unix.EINVAL) {
-		f, err = os.OpenFile(path, flags&^oDirect, 0) // a file system without O_DIRECT
+		f, err = open(path, flags&^oDirect, 0) // a file system without O_DIRECT
 	}
 	if err != nil {
 		return &notWrittenError{err} // EBUSY: someone holds it exclusively
@@ -213,6 +224,11 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 	if len(fds) > 0 {
 		return &notWrittenError{fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, path, fds[0])}
 	}
+	if w.Own != nil {
+		if err := checkOwnArea(r, w); err != nil {
+			return &notWrittenError{fmt.Errorf("%w: %s: %w", ErrPlanChanged, path, err)}
+		}
+	}
 
 	aligned := make([]region, 0, len(w.Regions))
 	for i, rg := range w.Regions {
@@ -236,6 +252,97 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}
 	return readBack(f, aligned)
+}
+
+// checkOwnArea checks, through the writing descriptor r, that the area a
+// resumed write left out of the blank rule still holds what the plan
+// resumes: in each 4 KiB-widened region, the bytes around the region are
+// one fill byte; the superblock region decodes, checksum and all, to the
+// superblock of the same member (version, set UUID, creation time,
+// device UUID, descriptor number, data and superblock offsets, events 0,
+// role spare) or equals the planned bytes; a bitmap region is either one
+// fill byte throughout (the interrupted run never wrote it) or a bitmap
+// superblock of the planned bitmap's UUID followed by exactly the planned
+// bits. Anything else there (a bcache, LUKS or file system superblock
+// written since the plan) is refused.
+func checkOwnArea(r io.ReaderAt, w deviceWrite) error {
+	if !slices.Equal(w.Own, regionArea(w.Regions)) {
+		return fmt.Errorf("the area left out of the blank check (%v) is not the one written (%v)", w.Own, regionArea(w.Regions))
+	}
+	for i, rg := range w.Regions {
+		sp := w.Own[i]
+		buf := make([]byte, sp.n) // bounded by the planned region (bitmapBytes)
+		if _, err := r.ReadAt(buf, sp.off); err != nil {
+			return fmt.Errorf("reading the %s area: %w", rg.What, err)
+		}
+		lo, hi := rg.Off-sp.off, rg.Off-sp.off+int64(len(rg.Data))
+		if !oneFill(buf[:lo]) || !oneFill(buf[hi:]) {
+			return fmt.Errorf("the %s area at byte %d holds data outside the %s", rg.What, sp.off, rg.What)
+		}
+		got := buf[lo:hi]
+		switch {
+		case bytes.Equal(got, rg.Data):
+		case i == 0:
+			if err := sameSpare(got, rg.Data); err != nil {
+				return fmt.Errorf("the md superblock at byte %d is no longer the one this replace resumes: %w", rg.Off, err)
+			}
+		case oneFill(got):
+			// The interrupted run never wrote this region.
+		default:
+			want, _ := superblock.DecodeBitmap(rg.Data)
+			bm, err := superblock.DecodeBitmap(got)
+			if err != nil || want == nil || bm.UUID != want.UUID || !bytes.Equal(got[superblock.BitmapSize:], rg.Data[superblock.BitmapSize:]) {
+				return fmt.Errorf("the %s at byte %d is no longer the one this replace resumes", rg.What, rg.Off)
+			}
+		}
+	}
+	return nil
+}
+
+// sameSpare reports, as an error, how the superblock in got differs from
+// the planned one in want as a member: nil when got decodes (checksum
+// included) to the spare superblock of the same member of the same array.
+func sameSpare(got, want []byte) error {
+	g, err := superblock.Decode(got)
+	if err != nil {
+		return err
+	}
+	p, err := superblock.Decode(want)
+	if err != nil {
+		return err
+	}
+	gn, pn := g.DevNumber, p.DevNumber
+	if g.Version == superblock.Version090 {
+		gn, pn = g.ThisDisk.Number, p.ThisDisk.Number
+	}
+	switch {
+	case g.Version != p.Version || g.SetUUID != p.SetUUID || g.CTime != p.CTime:
+		return errors.New("another array's")
+	case g.DeviceUUID != p.DeviceUUID || gn != pn:
+		return fmt.Errorf("another member's (dev_number %d)", gn)
+	case g.Events != 0 || g.Role() != superblock.RoleSpare:
+		return fmt.Errorf("events %d, role %d: no longer an unused spare's", g.Events, g.Role())
+	case g.DataOffset != p.DataOffset || g.SuperOffset != p.SuperOffset:
+		return errors.New("another layout's")
+	}
+	return nil
+}
+
+// oneFill reports whether b is one of the blank rule's fill bytes (0x00,
+// 0x5a, 0xff) throughout.
+func oneFill(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if b[0] != 0x00 && b[0] != 0x5a && b[0] != 0xff {
+		return false
+	}
+	for _, c := range b {
+		if c != b[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // notWrittenError is a WriteDevice failure before anything was written

@@ -215,7 +215,11 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 		return c
 	}
 
-	f, err := os.Open(path)
+	// O_DIRECT: md and other kernel users write metadata with bios that
+	// bypass the page cache, so a cached page can hide what is on the
+	// disk now (an image file on a file system without O_DIRECT is read
+	// through its page cache, which is never stale for a file).
+	f, err := blockdev.OpenDirect(path)
 	if err != nil {
 		c.unknown(&c.scanErr, "blank scan", err)
 		return c

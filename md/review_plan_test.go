@@ -104,6 +104,49 @@ func TestExecuteRefusesUnreadableSyncActionWritesNothing(t *testing.T) {
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
 }
 
+// TestWriteDeviceResumeChecksOwnArea: resuming, the final check on the
+// writing descriptor verifies that the area left out of the blank rule
+// still holds what the plan resumes. A bcache superblock that appeared
+// there since the plan is refused, and the disk is byte-identical.
+func TestWriteDeviceResumeChecksOwnArea(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
+	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	// Between the plan and the write, the disk becomes a bcache backing
+	// device: its superblock sits at 4096+24, inside the area left out.
+	bc := make([]byte, 4096)
+	copy(bc[24:], "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")
+	writeImage(t, path, 4096, bc)
+	before := readImage(t, path)
+	err = sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)})
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the bcache superblock was overwritten"))
+}
+
+// TestWriteDeviceResumeAcceptsOwnArea: the same resume with our
+// superblock untouched writes.
+func TestWriteDeviceResumeAcceptsOwnArea(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
+	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	c.Check(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)}), qt.IsNil)
+}
+
 // TestCandidateFactsHostileBitmapAllocation: a hostile candidate (one
 // 1.2 superblock with a bitmap whose bits fill almost the whole disk)
 // does not make candidateFacts allocate what its superblock says.
