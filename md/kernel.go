@@ -164,30 +164,38 @@ func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) err
 func (k sysKernel) WriteDevice(w deviceWrite) error {
 	path := w.Path
 	flags := os.O_RDWR | oDirect
-	block := false
-	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeDevice != 0 {
+	// A planned device number means a block device: O_EXCL whatever a
+	// stat says, so that a path swapped between a stat and the open can
+	// never be written without it. Otherwise the stat only guesses; the
+	// opened descriptor decides below.
+	if w.Dev != (sysfs.DevNum{}) {
 		flags |= unix.O_EXCL
-		block = true
+	} else if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeDevice != 0 {
+		flags |= unix.O_EXCL
 	}
 	open := k.openFile
 	if open == nil {
 		open = os.OpenFile
 	}
 	f, err := open(path, flags, 0)
-	if err != nil && !block && oDirect != 0 && errors.Is(err, unix.EINVAL) {
+	if err != nil && flags&unix.O_EXCL == 0 && oDirect != 0 && errors.Is(err, unix.EINVAL) {
 		f, err = open(path, flags&^oDirect, 0) // a file system without O_DIRECT
 	}
 	if err != nil {
 		return &notWrittenError{err} // EBUSY: someone holds it exclusively
 	}
 	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
+	}
+	block := st.Mode&unix.S_IFMT == unix.S_IFBLK
+	if block && flags&unix.O_EXCL == 0 {
+		return &notWrittenError{fmt.Errorf("%w: %s became a block device between its stat and its open, so it was not opened exclusively", ErrPlanChanged, path)}
+	}
 	if w.Dev != (sysfs.DevNum{}) {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			return &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
-		}
 		got := sysfs.DevNum{Major: unix.Major(uint64(st.Rdev)), Minor: unix.Minor(uint64(st.Rdev))}
-		if st.Mode&unix.S_IFMT != unix.S_IFBLK || got != w.Dev {
+		if !block || got != w.Dev {
 			return &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, w.Dev)}
 		}
 	}

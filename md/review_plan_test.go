@@ -9,6 +9,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -226,4 +227,29 @@ func TestMemberWritesBoundsTheBitmap(t *testing.T) {
 			c.Check(m1.TotalAlloc-m0.TotalAlloc < 1<<20, qt.IsTrue)
 		})
 	}
+}
+
+// TestWriteDeviceOpensPlannedDeviceExclusively: with a planned device
+// number, WriteDevice opens with O_EXCL whatever a stat before the open
+// said, and refuses what turns out not to be the planned block device.
+func TestWriteDeviceOpensPlannedDeviceExclusively(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	p, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.IsNil)
+	before := readImage(t, path)
+	var flags []int
+	k := sysKernel{openFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		flags = append(flags, flag)
+		return os.OpenFile(name, flag, perm)
+	}}
+	err = k.WriteDevice(deviceWrite{Path: path, Dev: sysfs.DevNum{Major: 254, Minor: 99}, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p.regions})
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	c.Assert(flags, qt.Not(qt.HasLen), 0)
+	for _, fl := range flags {
+		c.Check(fl&unix.O_EXCL, qt.Not(qt.Equals), 0)
+	}
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue)
 }
