@@ -420,7 +420,7 @@ func (x *execution) failed(k StepKind, err error) error {
 	}
 	switch k {
 	case StepRemove:
-		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.", p.Remove.Device, p.Array)
+		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.%s", p.Remove.Device, p.Array, unfreeze())
 		e.NothingChanged = true
 	case StepFreeze:
 		e.State = "nothing was written."
@@ -428,6 +428,7 @@ func (x *execution) failed(k StepKind, err error) error {
 		if removed != "" {
 			e.State = "nothing was written, but" + strings.TrimSuffix(removed, ".") + "."
 		}
+		e.State += unfreeze()
 	case StepWriteSuperblock:
 		switch {
 		case wrote: // the fault hook ran after a complete write
@@ -444,11 +445,26 @@ func (x *execution) failed(k StepKind, err error) error {
 	case StepAdd:
 		e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added.%s Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, removed, check, unfreeze())
 	case StepWantReplacement, StepSetSlot:
-		e.State = fmt.Sprintf("%s is a spare of %s without a slot.%s Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again (or mdctl heal) to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Candidate.Device, p.Array, removed, p.Slot, p.Candidate.Device)
+		marked := ""
+		for _, d := range x.done {
+			if d == StepWantReplacement {
+				marked = fmt.Sprintf(" %s is marked want_replacement (to clear it, write -want_replacement to /sys/block/%s/md/dev-%s/state).", p.Replace.Device, p.Array, p.Replace.Device)
+			}
+		}
+		if x.froze {
+			e.State = fmt.Sprintf("%s is a spare of %s without a slot.%s%s Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again (or mdctl heal) to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Candidate.Device, p.Array, removed, marked, p.Slot, p.Candidate.Device)
+		} else {
+			e.State = fmt.Sprintf("%s is a spare of %s without a slot.%s%s Recovery is not frozen (this run did not freeze it), so the kernel may rebuild %s into any empty slot; remove %s from %s if that is not wanted.", p.Candidate.Device, p.Array, removed, marked, p.Candidate.Device, p.Candidate.Device, p.Array)
+		}
 	case StepUnfreeze:
 		e.State = fmt.Sprintf("%s holds slot %d but recovery is still frozen: write idle to /sys/block/%s/md/sync_action.%s", p.Candidate.Device, p.Slot, p.Array, removed)
 	case StepVerify:
 		e.State = "every step ran, but the array does not look as planned; check mdctl status."
+	}
+	if p.adopted != nil {
+		// The array was frozen before this run started (by an interrupted
+		// replace); unfreezing it, or keeping the record, is a change.
+		e.NothingChanged = false
 	}
 	return e
 }
