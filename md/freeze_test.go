@@ -140,7 +140,7 @@ func TestStaleFreezeWrittenOtherDisk(t *testing.T) {
 	c.Assert(writeFreeze(r.m.ops.runDir, uuid, deadRecord(r, uuid, "/dev/vdq", "253:99", true)), qt.IsNil)
 	_, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
 	c.Assert(err, qt.ErrorIs, ErrArrayBusy)
-	c.Assert(err, qt.ErrorMatches, `.*interrupted replace \(process 999999, .*\) that wrote a spare superblock on /dev/vdq; run that replace again with /dev/vdq to finish it`)
+	c.Assert(err, qt.ErrorMatches, `.*interrupted replace \(process 999999, .*\) that wrote a spare superblock on /dev/vdq; run that replace again with /dev/vdq to finish it, or, if that disk is gone, run mdctl heal to undo the freeze`)
 	c.Assert(r.k.Calls(), qt.HasLen, 0)
 }
 

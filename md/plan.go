@@ -426,7 +426,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	switch {
 	case s.action == sysfs.ActionFrozen && f.freeze != nil && f.freeze.Written && f.freeze.CandDev != c.DevNum &&
 		p.Resume == ResumeNone && !oursOnDisk(f, c):
-		busy = fmt.Sprintf("recovery is frozen by an interrupted replace (process %d, %s) that wrote a spare superblock on %s; run that replace again with %s to finish it",
+		busy = fmt.Sprintf("recovery is frozen by an interrupted replace (process %d, %s) that wrote a spare superblock on %s; run that replace again with %s to finish it, or, if that disk is gone, run mdctl heal to undo the freeze",
 			f.freeze.PID, f.freeze.Time.Format(time.RFC3339), f.freeze.Candidate, f.freeze.Candidate)
 		advice = ""
 	case s.action == sysfs.ActionFrozen && f.freeze != nil:
