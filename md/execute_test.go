@@ -121,6 +121,7 @@ func TestExecuteReplaceLocked(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	_, err = r.m.ExecuteReplace(context.Background(), p)
 	c.Check(err, qt.ErrorIs, ErrLocked)
+	c.Check(err, qt.ErrorIs, ErrRefused) // nothing was written
 	var le *LockedError
 	c.Assert(errors.As(err, &le), qt.IsTrue)
 	c.Check(le.PID, qt.Equals, os.Getpid())

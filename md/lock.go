@@ -32,14 +32,27 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("%v (lock %s)", ErrLocked, e.Path)
 }
 
-// Is reports whether target is ErrLocked.
-func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+// Is reports whether target is ErrLocked or ErrRefused: nothing was
+// written when the lock is held.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked || target == ErrRefused }
 
 // ErrUnsafeRunDir is matched by the error for a run directory, or a lock
 // file in it, that someone other than us could have planted: lock files
 // are opened by root at predictable names, so a directory another user
 // can write to would let them point root at any file.
 var ErrUnsafeRunDir = errors.New("md: unsafe run directory")
+
+// unsafeRunDir is the error for an unsafe run directory or lock file: it
+// matches ErrUnsafeRunDir and, since nothing was written, ErrRefused.
+type unsafeRunDir struct{ msg string }
+
+func (e *unsafeRunDir) Error() string { return ErrUnsafeRunDir.Error() + ": " + e.msg }
+
+func (e *unsafeRunDir) Is(target error) bool { return target == ErrUnsafeRunDir || target == ErrRefused }
+
+func unsafeDir(format string, args ...any) error {
+	return &unsafeRunDir{msg: fmt.Sprintf(format, args...)}
+}
 
 // lockArray takes the exclusive lock of the array with the given key
 // (its UUID) under dir, without waiting: flock(LOCK_EX|LOCK_NB) on
@@ -79,9 +92,9 @@ func lockArrayAs(dir, key string, uid int) (func(), error) {
 	}
 	switch {
 	case int(st.Uid) != uid:
-		return nil, fmt.Errorf("%w: %s is owned by uid %d, not %d (nothing was written)", ErrUnsafeRunDir, dir, st.Uid, uid)
+		return nil, unsafeDir("%s is owned by uid %d, not %d", dir, st.Uid, uid)
 	case st.Mode&0o022 != 0:
-		return nil, fmt.Errorf("%w: %s is writable by group or others (mode %#o; nothing was written)", ErrUnsafeRunDir, dir, st.Mode&0o7777)
+		return nil, unsafeDir("%s is writable by group or others (mode %#o)", dir, st.Mode&0o7777)
 	}
 	key = strings.Map(func(r rune) rune {
 		if r == '/' || r == 0 {
@@ -99,7 +112,7 @@ func lockArrayAs(dir, key string, uid int) (func(), error) {
 		fd, err = unix.Openat(dfd, name, flags, 0)
 	}
 	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%w: lock %s is a symbolic link (nothing was written)", ErrUnsafeRunDir, path)
+		return nil, unsafeDir("lock %s is a symbolic link", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("md: lock: %w", &os.PathError{Op: "open", Path: path, Err: err})
@@ -121,7 +134,7 @@ func lockArrayAs(dir, key string, uid int) (func(), error) {
 		}
 		if why != "" {
 			f.Close()
-			return nil, fmt.Errorf("%w: lock %s %s (nothing was written)", ErrUnsafeRunDir, path, why)
+			return nil, unsafeDir("lock %s %s", path, why)
 		}
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {

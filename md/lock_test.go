@@ -59,6 +59,7 @@ func TestLockRefusesUnsafeRunDir(t *testing.T) {
 				unlock()
 			}
 			c.Check(err, qt.ErrorIs, ErrUnsafeRunDir)
+			c.Check(err, qt.ErrorIs, ErrRefused) // nothing was written
 			b, err := os.ReadFile(victim)
 			c.Assert(err, qt.IsNil)
 			c.Check(string(b), qt.Equals, "precious data\n")
