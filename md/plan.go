@@ -247,6 +247,13 @@ type Candidate struct {
 	MemberOf []string `json:"member_of,omitempty"`
 	// Holders are the devices stacked on the candidate (sysfs holders/).
 	Holders []string `json:"holders,omitempty"`
+	// StackedOn lists the arrays and array members the candidate is
+	// built on (through slaves/, its whole disk, or a loop device's
+	// backing file), each with how.
+	StackedOn []string `json:"stacked_on,omitempty"`
+	// UsedBy lists the loop devices over the candidate, and the devices
+	// in use that a loop device below it is over.
+	UsedBy []string `json:"used_by,omitempty"`
 	// Partitions are the kernel's partitions of the candidate.
 	Partitions []string `json:"partitions,omitempty"`
 	// Mounts are the mount points of the candidate or its partitions.
@@ -674,6 +681,8 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 		pl.fail(checkNotMember, ErrUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
 	case c.IsArray:
 		pl.fail(checkNotMember, ErrCandidateMember, "%s is an md array itself", c.Path)
+	case len(c.StackedOn) > 0:
+		pl.fail(checkNotMember, ErrCandidateMember, "%s is built on %s", c.Path, strings.Join(c.StackedOn, "; "))
 	case resumeAdded:
 		pl.pass(checkNotMember, "%s is the spare an interrupted run added to %s; it will be resumed", c.Device, s.name)
 	case bound != nil:
@@ -690,6 +699,7 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	if len(c.Mounts) > 0 {
 		inUse = append(inUse, "mounted on "+strings.Join(c.Mounts, ", "))
 	}
+	inUse = append(inUse, c.UsedBy...)
 	if c.ExclusiveBusy && !resumeAdded {
 		inUse = append(inUse, "opened exclusively by another program")
 	}

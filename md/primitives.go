@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -26,6 +27,9 @@ type ops struct {
 	// members of an array hold (GET_DISK_INFO); nil means it cannot be
 	// asked (tests on fixture trees).
 	diskNumbers func(array string, upTo int) (map[uint32]sysfs.DevNum, error)
+	// statFile stats a loop device's backing file (blockdev.StackOptions);
+	// nil stats it on this system.
+	statFile func(path string) (blockdev.FileStat, error)
 }
 
 // Errors of the primitives.

@@ -190,6 +190,7 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 			}
 			c.Partitions = m.partitions(d.Name)
 			c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
+			m.stackFacts(c, d.Name)
 			for _, p := range c.Partitions {
 				if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
 					devs = append(devs, pd.Dev)
