@@ -121,10 +121,10 @@ func TestStackedCandidate(t *testing.T) {
 			c.Assert(err, qt.ErrorIs, ErrRefused)
 			c.Check(p.Steps, qt.HasLen, 0)
 			c.Check(r.k.Calls(), qt.HasLen, 0)
+			t.Logf("refused: %v", err)
 			after, err := os.ReadFile(path)
 			c.Assert(err, qt.IsNil)
 			c.Check(bytes.Equal(after, before), qt.IsTrue, qt.Commentf("the candidate changed"))
-			t.Logf("refused: %v", err)
 		})
 	}
 }
