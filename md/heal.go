@@ -204,12 +204,12 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 
 // fill asks the replace planner whether the disk may fill the slot and,
 // unless dryRun, has the executor do it. The by-path identity of the disk
-// is checked again just before the add.
+// is part of the request, so the executor's final plan checks it again.
 func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bool) {
 	if f == nil {
 		f = replaceFiller{m}
 	}
-	req := ReplaceRequest{Array: d.Array, With: d.Disk, Slot: &d.Slot, Member: d.old}
+	req := ReplaceRequest{Array: d.Array, With: d.Disk, Slot: &d.Slot, Member: d.old, ByPath: d.ByPath}
 	p, err := f.planFill(ctx, req)
 	if err != nil {
 		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
@@ -222,13 +222,14 @@ func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bo
 		d.Outcome, d.Reason = OutcomeWouldHeal, fmt.Sprintf("dry run: %s would be added to slot %d", d.Disk, d.Slot)
 		return
 	}
-	if id, err := blockdev.PathID(m.fs, d.Device); err != nil || id != d.ByPath {
-		d.Outcome, d.Err = OutcomeRefused, fmt.Errorf("%w: %s is now at %q (%v)", ErrPortChanged, d.Device, id, err)
-		d.Reason = d.Err.Error()
-		return
-	}
+	// The port is checked again by the executor's final plan, under the
+	// array's lock (ReplaceRequest.ByPath): a disk moved meanwhile is
+	// refused there, having written nothing.
 	if err := f.executeFill(ctx, p); err != nil {
 		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
+		if errors.Is(err, ErrPortChanged) {
+			d.Outcome = OutcomeRefused
+		}
 		return
 	}
 	d.Outcome, d.Reason = OutcomeHealed, fmt.Sprintf("added %s to slot %d; recovery follows", d.Disk, d.Slot)

@@ -265,6 +265,9 @@ type Candidate struct {
 	Findings []*NotBlankError `json:"findings,omitempty"`
 	// Serial is the disk's serial number, where sysfs shows one.
 	Serial string `json:"serial,omitempty"`
+	// ByPath is the disk's by-path identity (blockdev.PathID), where it
+	// has one.
+	ByPath string `json:"by_path,omitempty"`
 	// Unknown lists the facts that could not be established, each with
 	// why. The candidate is refused while any is listed.
 	Unknown []string `json:"unknown,omitempty"`
@@ -359,6 +362,7 @@ const (
 	checkSource    = "superblock to clone"
 	checkBlockSize = "candidate's logical block size"
 	checkResume    = "interrupted run's writes"
+	checkPort      = "candidate is in the expected port"
 )
 
 // planReplace is the replace decision. It turns the facts about the array
@@ -669,6 +673,15 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	default:
 		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s is not a block device", c.Path)
 	}
+	if want := p.req.ByPath; want != "" {
+		// Heal names the port it found the disk in; the executor's final
+		// plan, under the lock, checks it again.
+		if c.ByPath != want {
+			pl.fail(checkPort, ErrPortChanged, "%s is now at %q, not in %s", c.Path, c.ByPath, want)
+		} else {
+			pl.pass(checkPort, "%s is at %s", c.Path, want)
+		}
+	}
 	if !c.BlockDevice && !c.Image {
 		for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize} {
 			pl.skip(name, "not a block device")
@@ -699,7 +712,9 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	if len(c.Mounts) > 0 {
 		inUse = append(inUse, "mounted on "+strings.Join(c.Mounts, ", "))
 	}
-	inUse = append(inUse, c.UsedBy...)
+	if len(c.UsedBy) > 0 {
+		inUse = append(inUse, "in use through a loop device ("+strings.Join(c.UsedBy, "; ")+")")
+	}
 	if c.ExclusiveBusy && !resumeAdded {
 		inUse = append(inUse, "opened exclusively by another program")
 	}

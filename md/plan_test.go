@@ -139,6 +139,10 @@ func TestPlanReplace(t *testing.T) {
 		{name: "candidate mounted", fixture: "raid1-failed", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: ErrCandidateBusy},
 		{name: "candidate has holders", fixture: "raid1-failed", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: ErrCandidateBusy},
 		{name: "candidate opened exclusively", fixture: "raid1-failed", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: ErrCandidateBusy},
+		{name: "candidate in the expected port", fixture: "raid1-failed", req: ReplaceRequest{ByPath: "pci-0000:00:12.0"},
+			cand: func(c *Candidate) { c.ByPath = "pci-0000:00:12.0" }, slot: 1, steps: stepsPlain},
+		{name: "candidate moved ports", fixture: "raid1-failed", req: ReplaceRequest{ByPath: "pci-0000:00:12.0"},
+			cand: func(c *Candidate) { c.ByPath = "pci-0000:00:13.0" }, want: ErrPortChanged},
 		{name: "candidate read-only", fixture: "raid1-failed", cand: func(c *Candidate) { c.ReadOnly = true }, want: ErrCandidateBusy},
 		{name: "candidate has partitions", fixture: "raid1-failed", cand: func(c *Candidate) { c.Partitions = []string{"vdz1"} }, want: ErrHasPartitionTable},
 		{name: "candidate has a filesystem", fixture: "raid1-failed", cand: func(c *Candidate) {

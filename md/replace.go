@@ -49,6 +49,11 @@ type ReplaceRequest struct {
 	// replacement while it stays in service, and the old member is
 	// marked faulty by the kernel when the copy completes.
 	Hot bool
+	// ByPath, when set, is the by-path identity (blockdev.PathID) the
+	// disk must have: heal names the port it found the disk in, and a
+	// disk that is elsewhere by the time of the plan, or of the
+	// executor's final plan under the lock, is refused (ErrPortChanged).
+	ByPath string
 	// AllowImageFile accepts a regular file as the candidate. It exists
 	// for tests; mdctl never sets it.
 	AllowImageFile bool
@@ -191,6 +196,9 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 			c.Partitions = m.partitions(d.Name)
 			c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
 			m.stackFacts(c, d.Name)
+			if id, err := blockdev.PathID(m.fs, d.Name); err == nil {
+				c.ByPath = id
+			}
 			for _, p := range c.Partitions {
 				if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
 					devs = append(devs, pd.Dev)

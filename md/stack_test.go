@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -127,4 +128,28 @@ func TestStackedCandidate(t *testing.T) {
 			c.Check(bytes.Equal(after, before), qt.IsTrue, qt.Commentf("the candidate changed"))
 		})
 	}
+}
+
+// TestExecuteChecksPort: heal asks for the disk it found in a port
+// (ReplaceRequest.ByPath); when the disk is no longer there at the
+// executor's final plan, under the lock, nothing is written.
+func TestExecuteChecksPort(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-failed")
+	path := r.candidate(t, "vdz", 64<<20)
+	before, err := os.ReadFile(path)
+	c.Assert(err, qt.IsNil)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true, ByPath: "pci-0000:00:12.0"}
+	cand := r.m.candidateFacts(path, true)
+	cand.ByPath = "pci-0000:00:12.0" // where heal found it
+	p, err := planReplace(r.facts(t, ""), cand, req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	// The image has no port: to the final plan the disk has moved.
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Assert(err, qt.ErrorIs, ErrPlanChanged)
+	c.Assert(err, qt.ErrorIs, ErrPortChanged)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	after, err := os.ReadFile(path)
+	c.Assert(err, qt.IsNil)
+	c.Check(bytes.Equal(after, before), qt.IsTrue)
 }
