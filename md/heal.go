@@ -175,7 +175,62 @@ type healConfig struct {
 	dryRun bool
 	logger *slog.Logger
 	filler slotFiller // nil: the replace planner and executor
+	// failed remembers the attempts that failed, across the passes of
+	// one watch; nil remembers nothing (a single pass).
+	failed map[healAttempt]failedAttempt
 }
+
+// healAttempt is one way of filling a slot: the array, the slot, and the
+// disk (its serial, or its device number when it has none).
+type healAttempt struct {
+	uuid string
+	slot int
+	disk string
+}
+
+// failedAttempt is what a failed attempt left: the array as it was
+// (arrayShape) and the reason reported.
+type failedAttempt struct {
+	shape  string
+	reason string
+	err    error
+}
+
+// arrayShape sums up what of an array changes when a disk is added,
+// removed, fails or is rebuilt: its members, their slots and states.
+// A heal attempt that failed is not retried while it is the same.
+func arrayShape(a *Array) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", a.Availability, a.State)
+	for _, s := range a.Slots {
+		fmt.Fprintf(&b, "|%d %s", s.Slot, s.State)
+		if s.Member != nil {
+			fmt.Fprintf(&b, " %s %v", s.Member.Device, s.Member.Flags)
+		}
+	}
+	for _, sp := range a.Spares {
+		fmt.Fprintf(&b, "|spare %s", sp.Device)
+	}
+	return b.String()
+}
+
+// attemptOf names the attempt of decision d: the disk by serial, or by
+// device number; ok is false when the disk cannot be described.
+func (m *Manager) attemptOf(d *Decision) (healAttempt, bool) {
+	bd, err := blockdev.Lookup(m.fs, m.devRoot, d.Device)
+	if err != nil {
+		return healAttempt{}, false
+	}
+	id := "dev " + bd.Dev.String()
+	if bd.Serial != "" {
+		id = "serial " + bd.Serial
+	}
+	return healAttempt{uuid: d.UUID, slot: d.Slot, disk: id}, true
+}
+
+// ErrHealNotRetried matches a heal attempt that failed before in the same
+// way and is not tried again until the disk or the array changes.
+var ErrHealNotRetried = errors.New("md: heal attempt not retried")
 
 // heal decides and carries out one pass over the snapshot r.
 func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConfig) []Decision {
@@ -195,11 +250,40 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 		}
 		d := &ds[i]
 		if d.Outcome == "" {
-			m.fill(ctx, cfg.filler, d, cfg.dryRun)
+			m.fillOnce(ctx, cfg, r, d)
 		}
 		logDecision(log, *d)
 	}
 	return ds
+}
+
+// fillOnce fills the slot of d unless the same attempt (array, slot,
+// disk) failed before and neither the disk nor the array changed since:
+// a failure that will recur is not retried on every pass (each retry
+// freezes, rewrites the superblock, adds and unfreezes, which wakes the
+// next pass). Such a decision is OutcomeFailed with the first failure's
+// reason, so that the watcher reports it once.
+func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *Decision) {
+	at, known := m.attemptOf(d)
+	var shape string
+	if a := r.find(d.Array); a != nil {
+		shape = arrayShape(a)
+	}
+	if known && cfg.failed != nil && !cfg.dryRun {
+		if prev, ok := cfg.failed[at]; ok && prev.shape == shape {
+			d.Outcome, d.Reason = OutcomeFailed, prev.reason
+			d.Err = fmt.Errorf("%w: %w", ErrHealNotRetried, prev.err)
+			return
+		}
+		delete(cfg.failed, at)
+	}
+	m.fill(ctx, cfg.filler, d, cfg.dryRun)
+	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
+		errors.Is(d.Err, ErrLocked) || errors.Is(d.Err, ErrPlanChanged) {
+		return // nothing written: the next pass decides afresh
+	}
+	d.Reason += "; not retried until the disk or the array changes"
+	cfg.failed[at] = failedAttempt{shape: shape, reason: d.Reason, err: d.Err}
 }
 
 // fill asks the replace planner whether the disk may fill the slot and,

@@ -157,6 +157,7 @@ type fakeFiller struct {
 	failing error // returned by executeFill
 	planned []string
 	done    []string
+	execs   int // executeFill calls: each would write the disk
 }
 
 func (f *fakeFiller) planFill(_ context.Context, req ReplaceRequest) (*Plan, error) {
@@ -168,6 +169,7 @@ func (f *fakeFiller) planFill(_ context.Context, req ReplaceRequest) (*Plan, err
 }
 
 func (f *fakeFiller) executeFill(_ context.Context, p *Plan) error {
+	f.execs++
 	if f.failing != nil {
 		return f.failing
 	}

@@ -91,7 +91,7 @@ func (m *Manager) Watch(ctx context.Context, opts *WatchOptions) (<-chan Event, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &watcher{m: m, o: o, refused: map[string]string{}}
+	w := &watcher{m: m, o: o, refused: map[string]string{}, failed: map[healAttempt]failedAttempt{}}
 	if err := w.open(); err != nil {
 		return nil, fmt.Errorf("md: watch: %w", err)
 	}
@@ -109,6 +109,7 @@ type watcher struct {
 	storeErr     string            // last store error logged
 	storeErrFull error             // the error itself, for HealRefused
 	sys          *pollSet
+	failed       map[healAttempt]failedAttempt // heal attempts that failed, not retried until something changes
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and
@@ -226,8 +227,14 @@ func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
 		decisions = refuseAll(r, "", w.storeErrFull)
 	} else {
 		// Decisions are logged below, once each, not on every pass.
-		decisions = w.m.heal(ctx, r, rs, healConfig{})
+		decisions = w.m.heal(ctx, r, rs, healConfig{failed: w.failed})
 	}
+	return w.report(r, decisions)
+}
+
+// report turns heal decisions into events, each once per slot and
+// reason (see heal).
+func (w *watcher) report(r *Report, decisions []Decision) []Event {
 	var out []Event
 	live := map[string]bool{}
 	for _, d := range decisions {
