@@ -189,17 +189,17 @@ type healAttempt struct {
 }
 
 // failedAttempt is what a failed attempt left: the array as it was
-// (arrayShape) and the reason reported.
+// (healShape) and the reason reported.
 type failedAttempt struct {
 	shape  string
 	reason string
 	err    error
 }
 
-// arrayShape sums up what of an array changes when a disk is added,
+// healShape sums up what of an array changes when a disk is added,
 // removed, fails or is rebuilt: its members, their slots and states.
 // A heal attempt that failed is not retried while it is the same.
-func arrayShape(a *Array) string {
+func healShape(a *Array) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", a.Availability, a.State)
 	for _, s := range a.Slots {
@@ -267,7 +267,7 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 	at, known := m.attemptOf(d)
 	var shape string
 	if a := r.find(d.Array); a != nil {
-		shape = arrayShape(a)
+		shape = healShape(a)
 	}
 	if known && cfg.failed != nil && !cfg.dryRun {
 		if prev, ok := cfg.failed[at]; ok && prev.shape == shape {
