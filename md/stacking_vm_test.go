@@ -25,7 +25,7 @@ func losetup(c *qt.C, args ...string) string {
 	if err != nil {
 		// busybox losetup without --show: find the device afterwards.
 		if out2, err2 := exec.Command("losetup", append([]string{"-f"}, args...)...).CombinedOutput(); err2 != nil {
-			c.Skipf("no loop devices in the guest (losetup: %v %s; %v %s)", err, out, err2, out2)
+			c.Skipf(guest.SkipMissingPrefix+" no loop devices in the guest (losetup: %v %s; %v %s)", err, out, err2, out2)
 		}
 		out = []byte(loopOver(c, args[len(args)-1]))
 	}
@@ -78,12 +78,12 @@ func TestVMStackedCandidate(t *testing.T) {
 		exec.Command("modprobe", "ext4").Run()
 		exec.Command("modprobe", "ext2").Run()
 		if out, err := exec.Command("mke2fs", "-q", "-F", mdDev).CombinedOutput(); err != nil {
-			c.Skipf("no mke2fs in the guest: %v %s", err, out)
+			c.Skipf(guest.SkipMissingPrefix+" no mke2fs in the guest: %v %s", err, out)
 		}
 		mnt := c.TempDir()
 		if err := unix.Mount(mdDev, mnt, "ext2", 0, ""); err != nil {
 			if err := unix.Mount(mdDev, mnt, "ext4", 0, ""); err != nil {
-				c.Skipf("cannot mount ext2 in the guest: %v", err)
+				c.Skipf(guest.SkipMissingPrefix+" cannot mount ext2 in the guest: %v", err)
 			}
 		}
 		c.Cleanup(func() { unix.Unmount(mnt, 0) })

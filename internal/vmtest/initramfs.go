@@ -32,7 +32,7 @@ var initScript []byte
 var (
 	requiredModules    = []string{"virtio_blk", "md_mod", "raid1"}
 	personalityModules = []string{"linear", "raid0", "raid10", "raid456"}
-	optionalModules    = []string{"virtio_pci", "9pnet_virtio", "9p"}
+	optionalModules    = []string{"virtio_pci", "9pnet_virtio", "9p", "loop", "ext4"}
 )
 
 // missing returns the names among mods that the kernel has neither as a
