@@ -39,10 +39,10 @@ func TestVMRecoveryProgressMoves(t *testing.T) {
 		if a.Activity.Kind == Recover && a.Activity.TotalSectors > 0 {
 			seen[a.Activity.DoneSectors] = true
 			c.Check(a.Availability, qt.Equals, Degraded)
-			// Since Linux 6.7 md starts a sync from a work item, so
-			// sync_action can read "recover" a moment before the
-			// spare is given its slot (seen on 6.12): then the disk is
-			// still a spare and the slot is missing.
+			// On 6.12 (seen in this test) sync_action and
+			// sync_completed can report the recovery a moment before
+			// the spare is given its slot: then the disk is still a
+			// spare and the slot is missing.
 			if sl := a.Slots[1]; sl.Member != nil {
 				c.Check(sl.State, qt.Equals, SlotRebuilding)
 				c.Check(sl.Member.Device, qt.Equals, disks[1].Name)
