@@ -140,9 +140,6 @@ func TestMalformed(t *testing.T) {
 
 		// Kernel rules, reported by Validate.
 		{"unknown feature", enc1(Version12, func(sb *Superblock) { sb.Features |= 1 << 13 }), validateErr(devSize), ErrUnknownFeature, "format"},
-		{"logical_block_size not a power of two", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 1000 }), validateErr(devSize), ErrInvalid, "format"},
-		{"logical_block_size below 512", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 256 }), validateErr(devSize), ErrInvalid, "format"},
-		{"logical_block_size above 64 KiB", enc1(Version12, func(sb *Superblock) { sb.LogicalBlockSize = 128 << 10 }), validateErr(devSize), ErrInvalid, "format"},
 
 		// Padding of a newer kernel: not damage (Validate passes, see
 		// TestUnknownFields), but CheckKnown names it.

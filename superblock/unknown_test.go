@@ -53,6 +53,14 @@ func TestLogicalBlockSize(t *testing.T) {
 		n, _ := size1(b)
 		c.Check(bytes.Equal(enc[:n], b[:n]), qt.IsTrue)
 	}
+	// A value no kernel can run with still decodes and validates: the
+	// kernel imports it (and refuses only to run the array).
+	for _, lbs := range []uint32{1000, 256, 128 << 10} {
+		sb, err := Decode(setWord(orig, 224, lbs))
+		qt.Assert(t, err, qt.IsNil)
+		qt.Check(t, sb.Validate(size), qt.IsNil)
+		qt.Check(t, ValidLogicalBlockSize(lbs), qt.IsFalse)
+	}
 	sb, err := Decode(orig)
 	qt.Assert(t, err, qt.IsNil)
 	qt.Check(t, sb.LogicalBlockSize, qt.Equals, uint32(0))

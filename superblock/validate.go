@@ -22,9 +22,7 @@ func joinErrs(errs []error) error {
 // that need it. The result is nil or an errors.Join of *FormatError values;
 // use errors.Is with the sentinels or errors.As to inspect them.
 //
-// 1.x: unknown feature bits (ErrUnknownFeature); a logical_block_size
-// other than 0 or a power of two from 512 to 65536 (ErrInvalid); data_size
-// < 10; for 1.1/1.2 data (and new data) starting inside the
+// 1.x: unknown feature bits (ErrUnknownFeature); data_size < 10; for 1.1/1.2 data (and new data) starting inside the
 // superblock; bad-block log with FeatureBadBlocks larger than 8 sectors
 // (ErrOutOfRange) or at offset 0; FeatureRAID0Layout on a level other than
 // 0; PPL together with a bitmap, a journal or multiple PPLs; data_size
@@ -41,9 +39,8 @@ func joinErrs(errs []error) error {
 // block size (blk_validate_block_size: a power of two, at least 512, at
 // most 64 KiB or the page size on older kernels) and md's own limit, the
 // page size (mddev_stack_rdev_limits). 0 means not recorded. Validate
-// accepts 0 and every power of two from 512 to 65536, the largest page
-// size Linux has; a value above the page size of the machine that runs
-// the array is still refused there.
+// therefore accepts any value, as the kernel's load does;
+// ValidLogicalBlockSize says whether an array could run with it.
 //
 // 0.90: minor version other than 90 or 91 (ErrUnsupportedVersion);
 // raid_disks not in 1..27 and this_disk.number above 26 (ErrOutOfRange);
@@ -81,14 +78,17 @@ func (sb *Superblock) validate090(devSize int64) error {
 	return joinErrs(errs)
 }
 
-// MaxLogicalBlockSize is the largest 1.x logical_block_size Validate
-// accepts: 64 KiB, the largest page size Linux runs with and the block
-// layer's limit.
+// MaxLogicalBlockSize is the largest logical block size the block layer
+// allows: 64 KiB, the largest page size Linux runs with.
 const MaxLogicalBlockSize = 64 << 10
 
 // ValidLogicalBlockSize reports whether lbs is a logical block size the
 // kernel can run an array with: a power of two from 512 to
-// MaxLogicalBlockSize (see Validate).
+// MaxLogicalBlockSize (and at most the page size). Validate does not
+// check logical_block_size: Linux 6.19 and later import a superblock
+// whatever it holds there, and only refuse to run the array when the
+// larger of it and the members' block sizes is not such a size
+// (docs/kernels.md); examine warns about it.
 func ValidLogicalBlockSize(lbs uint32) bool {
 	return lbs >= 512 && lbs <= MaxLogicalBlockSize && lbs&(lbs-1) == 0
 }
@@ -101,9 +101,6 @@ func (sb *Superblock) validate1(devSize int64) error {
 	f := sb.Features
 	if u := f.Unknown(); u != 0 {
 		add(off1FeatureMap, "feature_map", fmt.Sprintf("%#x", uint32(f)), fmt.Errorf("%w %#x", ErrUnknownFeature, uint32(u)))
-	}
-	if lbs := sb.LogicalBlockSize; lbs != 0 && !ValidLogicalBlockSize(lbs) {
-		add(off1LogicalBlock, "logical_block_size", lbs, fmt.Errorf("%w: not a power of two from 512 to 65536", ErrInvalid))
 	}
 	if sb.DataSize < 10 {
 		add(off1DataSize, "data_size", sb.DataSize, ErrInvalid)

@@ -108,6 +108,8 @@ func TestExamineBadLogicalBlockSize(t *testing.T) {
 	c := qt.New(t)
 	path, _ := newerKernelMember(t, func(sb *superblock.Superblock) { sb.LogicalBlockSize = 1000 })
 	_, stderr, code := mdctl(t, "examine", path)
-	c.Check(code, qt.Equals, 1)
-	c.Check(stderr, qt.Contains, "logical_block_size = 1000 at byte 0xe0")
+	// The kernel imports it; only running the array can fail.
+	c.Check(code, qt.Equals, 0)
+	c.Check(stderr, qt.Contains, "warning: logical_block_size 1000 is not a power of two from 512 to 65536")
+	c.Check(stderr, qt.Not(qt.Contains), "damaged")
 }

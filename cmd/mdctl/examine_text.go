@@ -344,6 +344,9 @@ func warnings(rep *examine.Report) []string {
 			out = append(out, e.Error())
 		}
 	}
+	if sb := rep.Superblock(); sb != nil && sb.Version.Is1x() && sb.LogicalBlockSize != 0 && !superblock.ValidLogicalBlockSize(sb.LogicalBlockSize) {
+		out = append(out, fmt.Sprintf("logical_block_size %d is not a power of two from 512 to 65536: Linux 6.19 and later import this superblock, but refuse to run the array if that is larger than its members' block size", sb.LogicalBlockSize))
+	}
 	if len(rep.Unknown) > 0 {
 		words := make([]string, len(rep.Unknown))
 		for i, f := range rep.Unknown {
@@ -361,7 +364,7 @@ func notes(rep *examine.Report) []string {
 	if sb == nil || !sb.Version.Is1x() || sb.LogicalBlockSize == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("logical_block_size is recorded (%d bytes, written by Linux 6.19 or later): kernels before 6.19 refuse to import this superblock (\"does not have a valid v1.2 superblock, not importing!\")", sb.LogicalBlockSize)}
+	return []string{fmt.Sprintf("logical_block_size is recorded (%d bytes, written by Linux 6.19 or later): kernels before 6.19 refuse to import this superblock (\"does not have a valid v%s superblock, not importing!\")", sb.LogicalBlockSize, sb.Version)}
 }
 
 // diag prints one diagnostic line, escaped: errors can quote the disk.
