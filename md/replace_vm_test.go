@@ -358,7 +358,7 @@ func TestVMReplaceRefusals(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0), qt.IsNil)
 	f.Close()
-	time.Sleep(200 * time.Millisecond)
+	waitNode(c, part.Path+"1", true)
 	run(c, md, []refusal{
 		{name: "disk with partitions", with: part.Path, want: ErrHasPartitionTable},
 		{name: "partition too small", with: part.Path + "1", want: ErrCandidateTooSmall},
@@ -1003,7 +1003,29 @@ func rereadPartitions(c *qt.C, dev string) {
 	c.Assert(err, qt.IsNil)
 	defer f.Close()
 	c.Assert(unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0), qt.IsNil)
-	time.Sleep(200 * time.Millisecond) // no udev: the nodes are the rig's
+	// BLKRRPART updates sysfs before it returns; devtmpfs makes or
+	// removes the nodes a moment later.
+	for _, p := range []string{dev + "1", dev + "2"} {
+		_, err := os.Stat("/sys/class/block/" + filepath.Base(p))
+		waitNode(c, p, err == nil)
+	}
+}
+
+// waitNode waits until the device node path exists (or, with !present,
+// is gone), as devtmpfs makes it after the kernel adds the device.
+func waitNode(c *qt.C, path string, present bool) {
+	c.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := os.Stat(path)
+		if (err == nil) == present {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.Fatalf("%s: present=%v wanted, not seen within 10s (%v)", path, present, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestVMReplaceRefusesPartitionData (issue 10, item 1): a disk whose MBR

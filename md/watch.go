@@ -37,6 +37,12 @@ type WatchOptions struct {
 	Spares map[string]int
 	// Logger receives the watcher's decisions and errors; default none.
 	Logger *slog.Logger
+	// Ready, when set, is called once, from the watcher's goroutine,
+	// after the first snapshot is taken and every file it polls is armed
+	// (and the first snapshot's events are sent): a change made after it
+	// returns is reported. A daemon can use it to signal readiness
+	// (sd_notify); tests use it instead of sleeping.
+	Ready func()
 }
 
 func (o *WatchOptions) withDefaults() WatchOptions {

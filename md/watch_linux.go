@@ -280,6 +280,7 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 	stop := context.AfterFunc(ctx, w.sys.stop)
 	defer stop()
 	var last time.Time
+	ready := w.o.Ready
 	for {
 		if d := time.Since(last); d < minScanGap {
 			time.Sleep(minScanGap - d)
@@ -289,6 +290,10 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			return
 		}
 		w.o.Logger.Debug("scan", "took", time.Since(last))
+		if ready != nil {
+			ready()
+			ready = nil
+		}
 		if !w.sys.wait(w.o.Rescan, w.o.Logger) || ctx.Err() != nil {
 			return
 		}

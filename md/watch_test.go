@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,4 +163,45 @@ func TestWatchHealEvents(t *testing.T) {
 	bad := types(w.heal(ctx, missing, nil))
 	c.Assert(bad, qt.DeepEquals, []string{"HealRefused: md: slot records are corrupt: checksum"})
 	c.Assert(w.heal(ctx, missing, nil), qt.HasLen, 0)
+}
+
+// TestWatchReady: Ready is called once, after the first snapshot's events
+// were sent, however many rescans follow.
+func TestWatchReady(t *testing.T) {
+	c := qt.New(t)
+	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var store MemoryStore
+	var calls atomic.Int32
+	ready := make(chan struct{})
+	ch, err := m.Watch(ctx, &WatchOptions{
+		Rescan: 10 * time.Millisecond,
+		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
+		Store:  &store,
+		Ready: func() {
+			if calls.Add(1) == 1 {
+				close(ready)
+			}
+		},
+	})
+	c.Assert(err, qt.IsNil)
+	<-ready
+	// The first snapshot's event was sent before Ready: it is waiting.
+	select {
+	case e := <-ch:
+		c.Check(e.Type, qt.Equals, SlotRecorded)
+	default:
+		c.Fatal("Ready was called before the first snapshot's events were sent")
+	}
+	for range 5 { // several rescans
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Millisecond):
+		}
+	}
+	c.Check(calls.Load(), qt.Equals, int32(1))
+	cancel()
+	for range ch {
+	}
 }

@@ -80,12 +80,12 @@ func TestVMWatchLatency(t *testing.T) {
 	before := fdCount(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs logBuffer
-	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour,
+	ready := make(chan struct{})
+	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) },
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	c.Assert(err, qt.IsNil)
 	defer func() { t.Logf("watch log:\n%s", logs.String()) }()
-	// Let the watcher take its first snapshots and arm its files.
-	time.Sleep(300 * time.Millisecond)
+	<-ready // the first snapshot is taken and its files are armed
 
 	var lat []time.Duration
 	state := guest.SysPath(md, "dev-"+disks[1].Name, "state")
@@ -144,9 +144,10 @@ func TestVMWatchSequence(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs logBuffer
-	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ready := make(chan struct{})
+	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c.Assert(err, qt.IsNil)
-	time.Sleep(300 * time.Millisecond)
+	<-ready
 
 	guest.Mdadm(c, "--create", dev, "--run", "--assume-clean", "--level=1", "--raid-devices=2",
 		disks[0].Path, disks[1].Path)

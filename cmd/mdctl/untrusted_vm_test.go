@@ -114,9 +114,10 @@ func TestVMHostileMemberNextToHealthy(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := m.Watch(ctx, &md.WatchOptions{Rescan: time.Hour})
+	ready := make(chan struct{})
+	ch, err := m.Watch(ctx, &md.WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) }})
 	c.Assert(err, qt.IsNil)
-	time.Sleep(300 * time.Millisecond) // first snapshot taken, files armed
+	<-ready // first snapshot taken, files armed
 	guest.Mdadm(c, good, "--fail", disks[1].Path)
 	want := map[md.EventType]bool{md.Fail: false, md.DegradedArray: false}
 	deadline := time.After(10 * time.Second)
