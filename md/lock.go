@@ -48,7 +48,9 @@ type unsafeRunDir struct{ msg string }
 
 func (e *unsafeRunDir) Error() string { return ErrUnsafeRunDir.Error() + ": " + e.msg }
 
-func (e *unsafeRunDir) Is(target error) bool { return target == ErrUnsafeRunDir || target == ErrRefused }
+func (e *unsafeRunDir) Is(target error) bool {
+	return target == ErrUnsafeRunDir || target == ErrRefused
+}
 
 func unsafeDir(format string, args ...any) error {
 	return &unsafeRunDir{msg: fmt.Sprintf(format, args...)}
