@@ -285,10 +285,7 @@ func (w *stackWalker) above(top *Device) []Layer {
 	for len(queue) > 0 && len(out) < maxLayers {
 		d := queue[0]
 		queue = queue[1:]
-		devs := []*Device{d}
-		for _, p := range w.partitions(d) {
-			devs = append(devs, p)
-		}
+		devs := append([]*Device{d}, w.partitions(d)...)
 		for _, x := range devs {
 			for _, l := range w.loops[x.Dev] {
 				if seen[l.Dev] {
