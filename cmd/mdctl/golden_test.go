@@ -1,0 +1,234 @@
+package main
+
+// Golden files pin mdctl's output byte for byte: the JSON schemas
+// (STATUS-JSON.md, EXAMINE-JSON.md, heal --json) and the text of status,
+// examine, replace --dry-run, heal and the refusals, over the real
+// captures in testdata/fixtures. A refactor that changes one byte of what
+// a user or a script sees fails here. To accept an intended change:
+//
+//	go test ./cmd/mdctl -run Golden -update
+//
+// and review git diff cmd/mdctl/testdata/golden.
+//
+// The host-dependent parts are fixed through the roots the CLI already
+// takes: each test changes into a fresh directory and passes --sysfs sys
+// --dev dev (relative), so every device path reads dev/vda whatever the
+// temporary directory is. Two values cannot be fixed that way, and are
+// replaced after being checked: examine's argument, which kong makes
+// absolute (type:"path"), and the report time of a whole-system status
+// (md.Manager.Discover reads the clock; status with named arrays leaves
+// it zero).
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/golden"
+)
+
+// goldenDir is testdata/golden as an absolute path, taken before a test
+// changes directory.
+func goldenDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "golden"))
+	qt.Assert(t, err, qt.IsNil)
+	return dir
+}
+
+// goldenCase materializes a capture (a directory of testdata/fixtures or
+// testdata/bench) in a fresh directory and changes into it, so that the
+// roots are "sys" and "dev". It returns the root flags and the case.
+func goldenCase(t *testing.T, dir string) ([]string, *fixture.Case) {
+	t.Helper()
+	fc, err := fixture.LoadCase(dir)
+	qt.Assert(t, err, qt.IsNil)
+	tmp := t.TempDir()
+	_, _, err = fc.Materialize(tmp)
+	qt.Assert(t, err, qt.IsNil)
+	t.Chdir(tmp)
+	return []string{"--sysfs", "sys", "--dev", "dev"}, fc
+}
+
+// goldenRun runs mdctl and checks stdout against <base><ext> and stderr
+// against <base><ext>.stderr (absent when stderr is empty), both after
+// fix.
+// The exit code is pinned in the stderr file's last line when it is not
+// zero, so that a change of exit code is a golden change too.
+func goldenRun(t *testing.T, base, ext string, fix func(string) string, args ...string) {
+	t.Helper()
+	stdout, stderr, code := mdctl(t, args...)
+	if fix != nil {
+		stdout, stderr = fix(stdout), fix(stderr)
+	}
+	if code != 0 {
+		stderr += fmt.Sprintf("[exit status %d]\n", code)
+	}
+	golden.Check(t, base+ext, []byte(stdout))
+	golden.Check(t, base+ext+".stderr", []byte(stderr))
+}
+
+// fixtureCases lists the captures under testdata/fixtures.
+func fixtureCases(t *testing.T) []*fixture.Case {
+	t.Helper()
+	cases, err := fixture.LoadAll(filepath.Join("..", "..", "testdata", "fixtures"))
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, len(cases) > 0, qt.IsTrue)
+	return cases
+}
+
+// TestGoldenStatus pins status --json and status text for every capture.
+func TestGoldenStatus(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "status")
+	for _, fc := range fixtureCases(t) {
+		name := filepath.Base(fc.Dir)
+		t.Run(name, func(t *testing.T) {
+			flags, fc := goldenCase(t, fc.Dir)
+			base := filepath.Join(gd, name)
+			goldenRun(t, base, ".json", nil, append([]string{"status", "--json", fc.Info.Array}, flags...)...)
+			goldenRun(t, base, ".txt", nil, append([]string{"status"}, flags...)...)
+		})
+	}
+}
+
+// TestGoldenStatusDiscover pins a whole-system status (eight arrays, one
+// report) in both formats. Its report time comes from the clock: it is
+// checked to be the time of this run and then written as a fixed value.
+func TestGoldenStatusDiscover(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "status")
+	flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "bench", "eight-arrays"))
+	before := time.Now().UTC()
+	fixTime := func(s string) string {
+		var r struct {
+			Time time.Time `json:"time"`
+		}
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			return s // not the JSON report: left as it is, and the golden check fails
+		}
+		qt.Check(t, r.Time.Before(before) || r.Time.After(time.Now().UTC()), qt.IsFalse, qt.Commentf("report time %v", r.Time))
+		qt.Check(t, r.Time.Location(), qt.Equals, time.UTC)
+		return strings.Replace(s, `"time": "`+r.Time.Format(time.RFC3339Nano)+`"`, `"time": "2026-01-02T03:04:05Z"`, 1)
+	}
+	base := filepath.Join(gd, "eight-arrays")
+	goldenRun(t, base, ".json", func(s string) string {
+		if s == "" || strings.HasPrefix(s, "[exit") {
+			return s
+		}
+		return fixTime(s)
+	}, append([]string{"status", "--json"}, flags...)...)
+	goldenRun(t, base, ".txt", nil, append([]string{"status"}, flags...)...)
+}
+
+// TestGoldenExamine pins examine --json and examine text over every
+// member of every capture, one invocation per capture.
+func TestGoldenExamine(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "examine")
+	for _, fc := range fixtureCases(t) {
+		name := filepath.Base(fc.Dir)
+		t.Run(name, func(t *testing.T) {
+			_, fc := goldenCase(t, fc.Dir)
+			wd, err := os.Getwd()
+			qt.Assert(t, err, qt.IsNil)
+			// kong's type:"path" makes the arguments absolute.
+			fix := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
+			args := []string{"examine"}
+			for _, m := range fc.Members {
+				args = append(args, filepath.Join("dev", m.Name))
+			}
+			base := filepath.Join(gd, name)
+			goldenRun(t, base, ".txt", fix, args...)
+			goldenRun(t, base, ".json", fix, append([]string{"examine", "--json"}, args[1:]...)...)
+		})
+	}
+}
+
+// TestGoldenReplaceDryRun pins replace's plan text and refusal lines. A
+// regular file is never a block device, so every plan here ends in that
+// refusal or an earlier one: the checks before it are what is pinned.
+func TestGoldenReplaceDryRun(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "replace")
+	tests := []struct {
+		name    string
+		fixture string
+		args    []string
+	}{
+		{"raid1-failed-member", "raid1-failed", []string{"md0", "--with", "dev/vdz", "--member", "vdb", "--dry-run"}},
+		{"raid1-degraded-missing", "raid1-degraded-missing", []string{"md0", "--with", "dev/vdz", "--dry-run"}},
+		{"raid1-healthy", "raid1-v1.2", []string{"md0", "--with", "dev/vdz", "--dry-run"}},
+		{"raid1-hot", "raid1-v1.2", []string{"md0", "--with", "dev/vdz", "--member", "vda", "--hot", "--dry-run"}},
+		{"raid1-hot-no-member", "raid1-v1.2", []string{"md0", "--with", "dev/vdz", "--hot", "--dry-run"}},
+		{"raid5-degraded", "raid5-degraded", []string{"md0", "--with", "dev/vdz", "--dry-run"}},
+		{"raid5-slot-out-of-range", "raid5-degraded", []string{"md0", "--with", "dev/vdz", "--slot", "9", "--dry-run"}},
+		{"raid5-negative-slot", "raid5-degraded", []string{"md0", "--with", "dev/vdz", "--slot=-1", "--dry-run"}},
+		{"raid5-inactive", "raid5-inactive", []string{"md127", "--with", "dev/vdz", "--dry-run"}},
+		{"raid1-removed-spare", "raid1-removed-spare", []string{"md0", "--with", "dev/vdz", "--dry-run"}},
+		{"no-such-array", "raid1-v1.2", []string{"md9", "--with", "dev/vdz", "--dry-run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			qt.Assert(t, os.WriteFile(filepath.Join("dev", "vdz"), make([]byte, 1<<20), 0o644), qt.IsNil)
+			args := append(append(append([]string{"replace"}, tt.args...), "--run-dir", "run"), flags...)
+			goldenRun(t, filepath.Join(gd, tt.name), ".txt", nil, args...)
+		})
+	}
+}
+
+// TestGoldenRefusals pins the error lines of fail, remove, run and status
+// when they refuse or find nothing.
+func TestGoldenRefusals(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "refusals")
+	tests := []struct {
+		name    string
+		fixture string
+		args    []string
+	}{
+		{"fail-last-copy", "raid1-degraded-missing", []string{"fail", "md0", "vda"}},
+		{"fail-no-member", "raid1-v1.2", []string{"fail", "md0", "vdq"}},
+		{"remove-active", "raid1-v1.2", []string{"remove", "md0", "dev/vda"}},
+		{"run-running", "raid1-v1.2", []string{"run", "md0"}},
+		{"status-no-array", "raid1-v1.2", []string{"status", "md99"}},
+		{"status-json-no-array", "raid1-v1.2", []string{"status", "--json", "md99"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			goldenRun(t, filepath.Join(gd, tt.name), ".txt", nil, append(tt.args, flags...)...)
+		})
+	}
+}
+
+// TestGoldenHeal pins heal's text and JSON (a dry run and a real pass
+// that refuses: the recorded port is empty) and its refusals of a
+// missing or unreadable store.
+func TestGoldenHeal(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "heal")
+	flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", "raid1-degraded-missing"))
+	abs, err := filepath.Abs(".")
+	qt.Assert(t, err, qt.IsNil)
+	store := degradedStore(t, []string{"--sysfs", filepath.Join(abs, "sys"), "--dev", filepath.Join(abs, "dev")})
+	qt.Assert(t, os.Rename(store, "slots.json"), qt.IsNil)
+	heal := func(args ...string) []string {
+		return append(append([]string{"heal", "--run-dir", "run"}, args...), flags...)
+	}
+
+	goldenRun(t, filepath.Join(gd, "dry-run"), ".txt", nil, heal("--store", "slots.json", "--dry-run")...)
+	goldenRun(t, filepath.Join(gd, "dry-run"), ".json", nil, heal("--store", "slots.json", "--dry-run", "--json")...)
+	goldenRun(t, filepath.Join(gd, "pass"), ".txt", nil, heal("--store", "slots.json")...)
+	goldenRun(t, filepath.Join(gd, "pass"), ".json", nil, heal("--store", "slots.json", "--json")...)
+	goldenRun(t, filepath.Join(gd, "no-such-array"), ".txt", nil, heal("--store", "slots.json", "--array", "nope")...)
+	goldenRun(t, filepath.Join(gd, "missing-store"), ".txt", nil, heal("--store", "missing.json")...)
+	qt.Assert(t, os.WriteFile("corrupt.json", []byte("{\"version\": 1, \"arrays\": ["), 0o644), qt.IsNil)
+	goldenRun(t, filepath.Join(gd, "corrupt-store"), ".txt", nil, heal("--store", "corrupt.json")...)
+	b, err := os.ReadFile("slots.json")
+	qt.Assert(t, err, qt.IsNil)
+	qt.Assert(t, os.WriteFile("v7.json", []byte(strings.Replace(string(b), `"version": 1`, `"version": 7`, 1)), 0o644), qt.IsNil)
+	goldenRun(t, filepath.Join(gd, "newer-store"), ".txt", nil, heal("--store", "v7.json")...)
+}
