@@ -1,9 +1,10 @@
 package main
 
 // Golden files pin mdctl's output byte for byte: the JSON schemas
-// (STATUS-JSON.md, EXAMINE-JSON.md, heal --json) and the text of status,
-// examine, replace --dry-run, heal and the refusals, over the real
-// captures in testdata/fixtures. A refactor that changes one byte of what
+// (STATUS-JSON.md, EXAMINE-JSON.md, heal --json), the metrics of status
+// --format=prometheus, and the text of status, examine, replace
+// --dry-run, heal and the refusals, over the real captures in
+// testdata/fixtures. A refactor that changes one byte of what
 // a user or a script sees fails here. To accept an intended change:
 //
 //	go test ./cmd/mdctl -run Golden -update
@@ -84,7 +85,8 @@ func fixtureCases(t *testing.T) []*fixture.Case {
 	return cases
 }
 
-// TestGoldenStatus pins status --json and status text for every capture.
+// TestGoldenStatus pins status --json, status text and the Prometheus
+// text format for every capture.
 func TestGoldenStatus(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "status")
 	for _, fc := range fixtureCases(t) {
@@ -94,6 +96,7 @@ func TestGoldenStatus(t *testing.T) {
 			base := filepath.Join(gd, name)
 			goldenRun(t, base, ".json", nil, append([]string{"status", "--json", fc.Info.Array}, flags...)...)
 			goldenRun(t, base, ".txt", nil, append([]string{"status"}, flags...)...)
+			goldenRun(t, base, ".prom", nil, append([]string{"status", "--format=prometheus", fc.Info.Array}, flags...)...)
 		})
 	}
 }
