@@ -33,6 +33,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/golden"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 // goldenDir is testdata/golden as an absolute path, taken before a test
@@ -234,4 +235,54 @@ func TestGoldenHeal(t *testing.T) {
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, os.WriteFile("v7.json", []byte(strings.Replace(string(b), `"version": 1`, `"version": 7`, 1)), 0o644), qt.IsNil)
 	goldenRun(t, filepath.Join(gd, "newer-store"), ".txt", nil, heal("--store", "v7.json")...)
+}
+
+// TestGoldenReplacePlan pins the text of a plan that passes, with its
+// steps and writes, which mdctl itself only reaches with a real block
+// device: the plan is made with md's AllowImageFile (for tests) on a
+// 64 MiB image, an empty mount table, and printed by printPlan as replace
+// --dry-run prints it.
+func TestGoldenReplacePlan(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "replace")
+	tests := []struct {
+		name    string
+		fixture string
+		req     md.ReplaceRequest
+	}{
+		{"plan-raid1-failed-member", "raid1-failed", md.ReplaceRequest{Array: "md0", Member: "vdb"}},
+		{"plan-raid1-degraded-missing", "raid1-degraded-missing", md.ReplaceRequest{Array: "md0"}},
+		{"plan-raid5-degraded", "raid5-degraded", md.ReplaceRequest{Array: "md0"}},
+		{"plan-raid1-hot", "raid1-v1.2", md.ReplaceRequest{Array: "md0", Member: "vda", Hot: true}},
+		{"plan-raid1-bitmap-hot", "raid1-bitmap", md.ReplaceRequest{Array: "md0", Member: "vdb", Hot: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			_, fc := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			// The captures predate recording the array's queue/; every
+			// array of the suite has 512-byte logical blocks.
+			q := filepath.Join("sys", "block", fc.Info.Array, "queue")
+			c.Assert(os.MkdirAll(q, 0o755), qt.IsNil)
+			c.Assert(os.WriteFile(filepath.Join(q, "logical_block_size"), []byte("512\n"), 0o644), qt.IsNil)
+			c.Assert(os.WriteFile("mountinfo", nil, 0o644), qt.IsNil)
+			f, err := os.Create(filepath.Join("dev", "vdz"))
+			c.Assert(err, qt.IsNil)
+			c.Assert(f.Truncate(64<<20), qt.IsNil)
+			c.Assert(f.Close(), qt.IsNil)
+
+			m, err := md.Open(&md.Config{SysRoot: "sys", DevRoot: "dev", RunDir: "run", MountInfo: "mountinfo"})
+			c.Assert(err, qt.IsNil)
+			req := tt.req
+			req.With, req.AllowImageFile = filepath.Join("dev", "vdz"), true
+			p, err := m.PlanReplace(t.Context(), req)
+			var out strings.Builder
+			if p != nil {
+				printPlan(&out, p)
+			}
+			if err != nil {
+				fmt.Fprintf(&out, "error: %v\n", err)
+			}
+			golden.Check(t, filepath.Join(gd, tt.name+".txt"), []byte(out.String()))
+		})
+	}
 }
