@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -992,7 +991,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	}
 	if errors.Is(err, ErrCandidateTooSmall) {
 		reason := strings.TrimPrefix(err.Error(), ErrCandidateTooSmall.Error()+": ")
-		if need := minDeviceBytes(src.sb, component); c.SizeBytes < need {
+		if need := src.sb.MinDeviceBytes(component); c.SizeBytes < need {
 			pl.fail(checkSize, err, "%s has %d bytes, the array needs at least %d (%s)", c.Path, c.SizeBytes, need, reason)
 		} else {
 			pl.fail(checkSize, err, "%s has %d bytes: %s", c.Path, c.SizeBytes, reason)
@@ -1003,7 +1002,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		pl.fail(checkNewSuperblock, err, "cannot build a superblock for %s from the one of %s: %v", c.Path, src.Device, err)
 		return
 	}
-	pl.pass(checkSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, dataStart(sb), dataRoom(sb), component)
+	pl.pass(checkSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, sb.DataStart(), sb.DataRoom(), component)
 	if verr := sb.Validate(c.SizeBytes); verr != nil {
 		pl.fail(checkNewSuperblock, verr, "the superblock built for %s from the one of %s would not load: %v", c.Path, src.Device, verr)
 		return
@@ -1042,95 +1041,19 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	}
 }
 
-func dataStart(sb *superblock.Superblock) uint64 {
-	if sb.Version == superblock.Version090 {
-		return 0
-	}
-	return sb.DataOffset
-}
-
-func dataRoom(sb *superblock.Superblock) uint64 {
-	if sb.Version == superblock.Version090 {
-		return uint64(sb.DiskOffset / 512)
-	}
-	return sb.DataSize
-}
-
-// minDeviceBytes is the smallest device that holds the array's component
-// and metadata, for the refusal message.
-func minDeviceBytes(src *superblock.Superblock, component uint64) int64 {
-	switch src.Version {
-	case superblock.Version090:
-		return int64((component*512+0xffff)&^0xffff) + 0x10000
-	case superblock.Version10:
-		gap := src.SuperOffset - src.DataOffset - src.DataSize
-		return int64((src.DataOffset+component+gap+16+7)&^7) * 512
-	default:
-		return int64(src.DataOffset+component) * 512
-	}
-}
-
-// newMemberSuperblock builds the superblock of a new member of the array
-// that src (an in-sync member's superblock) belongs to, for a device of
-// devSize bytes with device number dev: a clone with dev_number n (grown
-// dev_roles if needed) whose role is spare, events 0, device UUID devUUID,
-// no device flags, the bad-block, replacement and recovery features
-// cleared, and the data and superblock offsets computed for this device.
-// Everything else is kept, logical_block_size (Linux 6.19+) among it: the
-// array's logical block size is the same on every member. For 0.90, this_disk (and disks[n]) is descriptor n with state 0. The
-// kernel adds such a device as a spare (md-format §5, pitfalls 11-12).
+// newMemberSuperblock is superblock.NewMember for the device number dev,
+// with the device-too-small errors as ErrCandidateTooSmall (the reason
+// kept, as the size check reports it).
 func newMemberSuperblock(src *superblock.Superblock, devSize int64, n uint32, devUUID uuid.UUID, dev sysfs.DevNum) (*superblock.Superblock, error) {
-	sb := src.Clone()
-	off, err := sb.Version.Offset(devSize)
-	if err != nil {
+	sb, err := src.NewMember(devSize, n, devUUID, dev.Major, dev.Minor)
+	var se *superblock.SizeError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("%w: %s", ErrCandidateTooSmall, se.Reason)
+	case errors.Is(err, superblock.ErrDeviceTooSmall):
 		return nil, fmt.Errorf("%w: %w", ErrCandidateTooSmall, err)
-	}
-	sb.DiskOffset = off
-	sb.Events = 0
-	if sb.Version == superblock.Version090 {
-		if n >= superblock.Disks090 {
-			return nil, fmt.Errorf("md: 0.90 descriptor number %d out of range", n)
-		}
-		d := superblock.Descriptor{Number: n, Major: dev.Major, Minor: dev.Minor, RaidDisk: n, State: 0}
-		sb.ThisDisk = d
-		sb.Disks[n] = d
-		sb.CPEvents = 0
-		return sb, nil
-	}
-	sb.Features &^= superblock.FeatureBadBlocks | superblock.FeatureReplacement |
-		superblock.FeatureRecoveryOffset | superblock.FeatureRecoveryBitmap
-	sb.RecoveryOffset = 0
-	sb.CntCorrectedRead = 0
-	sb.DevFlags = 0
-	sb.DeviceUUID = devUUID
-	sb.DevNumber = n
-	if int(n) >= superblock.MaxDev1 {
-		return nil, fmt.Errorf("md: dev_number %d out of range", n)
-	}
-	for len(sb.DevRoles) <= int(n) {
-		sb.DevRoles = append(sb.DevRoles, superblock.RoleFaulty) // the kernel's "unused"
-	}
-	sb.DevRoles[n] = superblock.RoleSpare
-	sectors := uint64(devSize / 512)
-	sb.SuperOffset = uint64(off / 512)
-	switch sb.Version {
-	case superblock.Version10:
-		// Keep the source's layout at the end: the gap between the end
-		// of the data and the superblock holds the bitmap and the
-		// bad-block log at offsets relative to the superblock.
-		if src.SuperOffset < src.DataOffset+src.DataSize {
-			return nil, fmt.Errorf("md: source superblock has data past its superblock")
-		}
-		gap := src.SuperOffset - src.DataOffset - src.DataSize
-		if sb.SuperOffset < gap+sb.DataOffset {
-			return nil, fmt.Errorf("%w: no room for data before the superblock", ErrCandidateTooSmall)
-		}
-		sb.DataSize = sb.SuperOffset - gap - sb.DataOffset
-	default:
-		if sectors <= sb.DataOffset {
-			return nil, fmt.Errorf("%w: the device ends before the data offset %d", ErrCandidateTooSmall, sb.DataOffset)
-		}
-		sb.DataSize = sectors - sb.DataOffset
+	case err != nil:
+		return nil, err
 	}
 	return sb, nil
 }
@@ -1189,7 +1112,7 @@ func bitmapBytes(sb *superblock.Superblock, bm *superblock.Bitmap, loc int64) (u
 	if bm.ChunkSize < 512 || bm.ChunkSize&(bm.ChunkSize-1) != 0 {
 		return 0, fmt.Errorf("md: bitmap chunk size %d is not a power of two of at least 512 bytes", bm.ChunkSize)
 	}
-	if room := dataRoom(sb); bm.SyncSize > room {
+	if room := sb.DataRoom(); bm.SyncSize > room {
 		return 0, fmt.Errorf("md: the bitmap covers %d sectors, the member holds %d", bm.SyncSize, room)
 	}
 	// bits <= SyncSize (chunks of at least one sector), so no overflow.
@@ -1197,35 +1120,11 @@ func bitmapBytes(sb *superblock.Superblock, bm *superblock.Bitmap, loc int64) (u
 	if need > maxBitmapBytes {
 		return 0, fmt.Errorf("md: bitmap needs %d bytes, more than the %d this program writes", need, maxBitmapBytes)
 	}
-	room := bitmapRoom(sb, loc)
+	room := sb.BitmapRoom(loc)
 	if need > room {
 		return 0, fmt.Errorf("md: bitmap needs %d bytes, %d available", need, room)
 	}
 	return min((need+4095)&^4095, room), nil
-}
-
-// bitmapRoom is the space from the bitmap at byte loc up to the next
-// metadata area (superblock, bad-block log, data) or, for 0.90, the end of
-// the 64 KiB reserved area.
-func bitmapRoom(sb *superblock.Superblock, loc int64) uint64 {
-	if sb.Version == superblock.Version090 {
-		return uint64(sb.DiskOffset + 64<<10 - loc)
-	}
-	base := int64(sb.SuperOffset) * 512
-	ends := []int64{base, int64(sb.DataOffset) * 512}
-	if sb.BBLogSize > 0 && sb.BBLogOffset != 0 {
-		ends = append(ends, base+int64(sb.BBLogOffset)*512)
-	}
-	if sb.Version == superblock.Version10 {
-		ends = append(ends, base+int64(sb.EncodedSize()+4095)&^4095) // nothing after the sb but the end
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
-	for _, e := range ends {
-		if e > loc {
-			return uint64(e - loc)
-		}
-	}
-	return 0
 }
 
 // planSteps lists what the executor does.

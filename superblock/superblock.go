@@ -341,10 +341,7 @@ func (sb *Superblock) ArrayState() (state string, consistent bool) {
 // deltaExtra is mdadm's delta_extra: -delta_disks while a reshape that
 // removes devices is active.
 func (sb *Superblock) deltaExtra() uint32 {
-	if sb.Version.Is1x() && sb.Features&FeatureReshapeActive == 0 {
-		return 0
-	}
-	if sb.Version == Version090 && (sb.MinorVersion <= 90 || sb.ReshapePosition == ^uint64(0)) {
+	if !sb.Reshaping() {
 		return 0
 	}
 	if sb.DeltaDisks < 0 {

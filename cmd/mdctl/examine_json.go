@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 	"time"
 
@@ -293,11 +292,7 @@ func toJSON(rep *examine.Report) jsonReport {
 	}
 	c := sb.ComputedChecksum()
 	js.Checksum = jsonChecksum{Stored: sb.Checksum, Computed: c, Correct: c == sb.Checksum}
-	reshaping := sb.Features&superblock.FeatureReshapeActive != 0
-	if sb.Version == superblock.Version090 {
-		reshaping = sb.MinorVersion > 90 && sb.ReshapePosition != math.MaxUint64
-	}
-	if reshaping {
+	if sb.Reshaping() {
 		js.Reshape = &jsonReshape{
 			PositionSectors: sb.ReshapePosition,
 			DeltaDisks:      sb.DeltaDisks,

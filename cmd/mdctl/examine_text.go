@@ -141,7 +141,7 @@ func text1(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 	} else if sb.HasPPL() {
 		p.line("PPL", "%d sectors at offset %d sectors from superblock", sb.PPLSize(), sb.PPLOffset())
 	}
-	if f&superblock.FeatureReshapeActive != 0 {
+	if sb.Reshaping() {
 		p.line("Reshape pos'n", "%d%s", sb.ReshapePosition/2, human(sb.ReshapePosition<<9))
 		if sb.DeltaDisks != 0 {
 			p.line("Delta Devices", "%d (%d->%d)", sb.DeltaDisks, int32(sb.RaidDisks)-sb.DeltaDisks, int32(sb.RaidDisks))
@@ -242,7 +242,7 @@ func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 	p.line("Preferred Minor", "%d", int32(sb.MDMinor))
 	p.blank()
 	deltaExtra := int64(0)
-	if sb.MinorVersion > 90 && sb.ReshapePosition != math.MaxUint64 {
+	if sb.Reshaping() {
 		p.line("Reshape pos'n", "%d%s", sb.ReshapePosition/2, human(sb.ReshapePosition<<9))
 		if sb.DeltaDisks != 0 {
 			p.line("Delta Devices", "%d (%d->%d)", sb.DeltaDisks, int32(sb.RaidDisks)-sb.DeltaDisks, int32(sb.RaidDisks))
