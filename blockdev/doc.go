@@ -21,6 +21,17 @@
 // in the same port the same one. [CheckByPath] compares it with links
 // that exist under the dev root.
 //
+// # Neighbours and use
+//
+// [Ports] maps every by-path identity in the tree to the devices that
+// have it (how heal finds the disk in a recorded port). [Partitions]
+// lists the partitions the kernel knows of a disk, and Device.Holders
+// the devices stacked on it; [WalkStack] follows the stack further
+// (slaves, loop devices). [Mounts] reads a mountinfo file (an injectable
+// path, normally [DefaultMountInfo]) for the mounts of given device
+// numbers. [LogicalBlockSize] reads a device's queue attribute. Which of
+// these make a disk unusable is md's decision, not this package's.
+//
 // # Errors
 //
 // An unknown device gives an error matching fs.ErrNotExist. A device

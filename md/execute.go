@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -307,7 +306,7 @@ func hotRemove(kern kernel, fsys sysfs.FS, array string, mem *PlanMember) error 
 			return nil
 		}
 		if errors.Is(err, unix.ENXIO) {
-			if _, serr := os.Stat(fsys.Path("block", array, "md", "dev-"+mem.Device)); errors.Is(serr, fs.ErrNotExist) {
+			if memberGone(fsys, array, mem.Device) {
 				return nil
 			}
 			return err
@@ -317,6 +316,18 @@ func hotRemove(kern kernel, fsys sysfs.FS, array string, mem *PlanMember) error 
 		}
 	}
 	return err
+}
+
+// memberGone reports whether sysfs shows for certain that the member
+// device is no longer bound to array: its dev-* directory, or the
+// array's md directory, does not exist.
+func memberGone(fsys sysfs.FS, array, device string) bool {
+	a, err := fsys.Array(array)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	_, err = a.Member(device)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // defaultVerifyTimeout bounds how long verify waits for the kernel to

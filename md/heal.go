@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -342,21 +341,11 @@ func logDecision(log *slog.Logger, d Decision) {
 }
 
 // ports maps every by-path identity in sysfs to the block devices that
-// have it (normally one), from class/block alone.
+// have it (normally one), from class/block alone (blockdev.Ports).
 func (m *Manager) ports(log *slog.Logger) map[string][]string {
-	out := map[string][]string{}
-	ents, err := os.ReadDir(m.fs.Path("class", "block"))
+	out, err := blockdev.Ports(m.fs)
 	if err != nil {
 		log.Warn("listing block devices", "err", err)
-		return out
-	}
-	for _, e := range ents {
-		name := strings.ReplaceAll(e.Name(), "!", "/")
-		id, err := blockdev.PathID(m.fs, name)
-		if err != nil {
-			continue
-		}
-		out[id] = append(out[id], name)
 	}
 	return out
 }

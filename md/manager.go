@@ -75,7 +75,7 @@ func Open(cfg *Config) (*Manager, error) {
 		c.RunDir = DefaultRunDir
 	}
 	if c.MountInfo == "" {
-		c.MountInfo = "/proc/self/mountinfo"
+		c.MountInfo = blockdev.DefaultMountInfo
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout)}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}

@@ -1,19 +1,14 @@
 package md
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -122,22 +117,8 @@ func (m *Manager) arrayFacts(name, member string) arrayFacts {
 		f.bitmap, _ = val.(*superblock.Bitmap)
 		f.bitmapErr = err
 	}
-	f.lbs, f.lbsErr = readBlockSize(m.fs.Path("block", name, "queue", "logical_block_size"))
+	f.lbs, f.lbsErr = blockdev.LogicalBlockSize(m.fs, name)
 	return f
-}
-
-// readBlockSize reads a queue/logical_block_size attribute: a power of
-// two from 512 to 64 KiB, or an error.
-func readBlockSize(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("md: reading the logical block size: %w", err)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || n < 512 || n > 64<<10 || n&(n-1) != 0 {
-		return 0, fmt.Errorf("md: %s: %q is not a logical block size", path, bytes.TrimSpace(b))
-	}
-	return n, nil
 }
 
 // memberName turns a member named by path into its kernel name. A path
@@ -205,7 +186,7 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 				}
 			}
 		}
-		if c.Mounts, err = mountsOf(m.ops.mountInfo, devs); err != nil {
+		if c.Mounts, err = blockdev.Mounts(m.ops.mountInfo, devs); err != nil {
 			c.unknown(&c.busyErr, "mounts", err)
 		}
 		if xf, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL, 0); err == nil {
@@ -338,85 +319,19 @@ func spanArea(off, n int64) span {
 	return span{start, end - start}
 }
 
-// partitions lists the kernel's partitions of disk name: the entries of
-// its sysfs directory that have a "partition" attribute.
+// partitions lists the kernel's partitions of disk name; none when they
+// cannot be listed (the disk is then refused on the facts that could not
+// be read beside it).
 func (m *Manager) partitions(name string) []string {
-	dir := m.fs.Path("class", "block", name)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), "partition")); err == nil {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	ps, _ := blockdev.Partitions(m.fs, name)
+	return ps
 }
 
 // arrayRoles reports whether the device is an md array, and which arrays
-// it is bound to as a member.
+// it is bound to as a member; nothing when the arrays cannot be listed.
 func (m *Manager) arrayRoles(name string, dev sysfs.DevNum) (isArray bool, memberOf []string) {
-	arrays, err := m.fs.Arrays()
-	if err != nil {
-		return false, nil
-	}
-	for _, an := range arrays {
-		a, err := m.fs.Array(an)
-		if err != nil {
-			continue
-		}
-		if an == name {
-			isArray = true
-		}
-		if d, err := a.Dev(); err == nil && d == dev {
-			isArray = true
-		}
-		mems, _ := a.Members()
-		for _, mem := range mems {
-			kn := mem.Name()
-			if bl, err := mem.Block(); err == nil {
-				kn = bl.Name
-			}
-			if kn == name {
-				memberOf = append(memberOf, an)
-			}
-		}
-	}
+	isArray, memberOf, _ = m.fs.ArrayRoles(name, dev)
 	return isArray, memberOf
-}
-
-// mountsOf returns the mount points in the mountinfo file whose device is
-// one of devs.
-func mountsOf(mountInfo string, devs []sysfs.DevNum) ([]string, error) {
-	f, err := os.Open(mountInfo)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("md: reading mounts: %w", err)
-	}
-	defer f.Close()
-	want := map[string]bool{}
-	for _, d := range devs {
-		want[d.String()] = true
-	}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// mount ID, parent ID, major:minor, root, mount point, ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 5 && want[fields[2]] {
-			out = append(out, fields[4])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("md: reading mounts: %w", err)
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // ErrRebuildFailed means the new member failed or left the array while

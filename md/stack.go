@@ -87,7 +87,7 @@ func (m *Manager) blockInUse(name string, dev sysfs.DevNum, holders []string) (s
 			why = append(why, fmt.Sprintf("has partition %s held by %s", p, strings.Join(pd.Holders, ", ")))
 		}
 	}
-	mounts, err := mountsOf(m.ops.mountInfo, devs)
+	mounts, err := blockdev.Mounts(m.ops.mountInfo, devs)
 	if err != nil {
 		return "", err
 	}
