@@ -37,17 +37,18 @@
 // # Slot records and heal
 //
 // [NewRecord] remembers, for a healthy array, which port (by-path) held each
-// slot; a [Store] keeps the records ([FileStore] writes them atomically and
-// refuses a corrupt file). [Manager.Heal] fills a missing slot with a blank
+// slot; a [Store] keeps the records (package md/store has the file format
+// and a store that writes it atomically and refuses a corrupt file). [Manager.Heal] fills a missing slot with a blank
 // disk found at the recorded port, through the same planner and executor,
 // also after a disk was swapped while the machine was off.
 //
 // # Watch
 //
-// [Manager.Watch] reports [Event] values (mdadm's names where mdadm has
-// them) as the kernel changes arrays, woken by poll on sysfs attributes and
+// Package md/watch reports events (mdadm's names where mdadm has them) as
+// the kernel changes arrays, woken by poll on sysfs attributes and
 // /proc/mdstat, with a periodic rescan as a safety net; it can keep the
-// records current and heal as it goes.
+// records current and heal as it goes. It is built on this package's
+// exported API ([Manager.Discover], [Manager.Heal], [NewRecord]).
 //
 // Kernel documentation: https://docs.kernel.org/admin-guide/md.html.
 package md

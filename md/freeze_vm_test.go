@@ -4,7 +4,6 @@ package md
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ func TestVMHealAndWatchThawStaleFreeze(t *testing.T) {
 	mdDev := "/dev/" + md
 	defer guest.Mdadm(c, "--stop", mdDev)
 	m := vmManager(t)
-	store := NewFileStore(filepath.Join(t.TempDir(), "slots.json"))
+	store := &memStore{}
 	a, err := m.Status(ctx, md)
 	c.Assert(err, qt.IsNil)
 	rec, err := NewRecord(a, time.Now())

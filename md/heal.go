@@ -60,7 +60,7 @@ type Decision struct {
 	Outcome Outcome `json:"outcome"`
 	Reason  string  `json:"reason"`
 	// Err is the typed cause of a refusal or failure: one of the Err*
-	// sentinels below, a *StoreError, or the replace planner's or
+	// sentinels below, the Store's error, or the replace planner's or
 	// executor's error.
 	Err error `json:"-"`
 
@@ -130,8 +130,8 @@ type HealOptions struct {
 //
 // Every decision is returned and logged. Heal fails, acting on nothing,
 // when the records cannot be loaded: a missing store gives an error
-// matching fs.ErrNotExist, a damaged one a *StoreError (ErrStoreCorrupt,
-// ErrStoreVersion). An Array that matches nothing gives ErrNoArray.
+// matching fs.ErrNotExist, a damaged one the Store's error (md/store's
+// *store.Error, matching store.ErrCorrupt or store.ErrVersion). An Array that matches nothing gives ErrNoArray.
 //
 // Because the records come from the store and the disks from sysfs, heal
 // works the same at boot, after a disk was swapped while the machine was

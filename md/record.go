@@ -7,6 +7,7 @@ package md
 // recorded.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -252,6 +253,20 @@ func (r Record) validate() error {
 // 1.x metadata (max_disks in md.c).
 const maxRecordSlots = 1920
 
+// Store keeps slot records. An embedding OS can keep them wherever it likes
+// (a file, a config partition, an EFI variable); package md/store has one
+// that keeps them in a file (store.File) and one in memory (store.Memory),
+// with the file format.
+//
+// Load returns an error matching fs.ErrNotExist when nothing was ever
+// saved, and an error when the records cannot be trusted (md/store's
+// match store.ErrCorrupt or store.ErrVersion): callers must then act on
+// nothing. Save must refuse records that Records.Validate refuses.
+type Store interface {
+	Load(ctx context.Context) (*Records, error)
+	Save(ctx context.Context, rs *Records) error
+}
+
 // Records is the content of a Store: one Record per array, sorted by UUID.
 type Records struct {
 	Arrays []Record `json:"arrays"`
@@ -286,8 +301,12 @@ func (rs *Records) Put(r Record) (changed bool) {
 	return true
 }
 
-// validate checks every record and that no array is recorded twice.
-func (rs *Records) validate() error {
+// Validate checks the records as a Store must before saving them and
+// after loading them: every field heal relies on is present and
+// consistent (a canonical UUID, a level with redundancy, one slot record
+// per slot, each with a valid by-path identity and a last_healthy time,
+// names in valid UTF-8) and no array is recorded twice.
+func (rs *Records) Validate() error {
 	seen := map[string]bool{}
 	for _, r := range rs.Arrays {
 		if err := r.validate(); err != nil {

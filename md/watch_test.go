@@ -2,6 +2,7 @@ package md
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestWatchFixture(t *testing.T) {
 	before := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var store MemoryStore
+	var store memStore
 	ch, err := m.Watch(ctx, &WatchOptions{
 		Rescan: 20 * time.Millisecond,
 		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
@@ -159,7 +160,7 @@ func TestWatchHealEvents(t *testing.T) {
 	c.Assert(w.heal(ctx, report(mirrorHealthy()), rs), qt.HasLen, 0)
 	c.Assert(w.heal(ctx, missing, rs), qt.HasLen, 1)
 	// Records that cannot be used: every degraded array is refused once.
-	w.storeErrFull = &StoreError{Err: ErrStoreCorrupt, Reason: "checksum"}
+	w.storeErrFull = errors.New("md: slot records are corrupt: checksum")
 	bad := types(w.heal(ctx, missing, nil))
 	c.Assert(bad, qt.DeepEquals, []string{"HealRefused: md: slot records are corrupt: checksum"})
 	c.Assert(w.heal(ctx, missing, nil), qt.HasLen, 0)
@@ -172,7 +173,7 @@ func TestWatchReady(t *testing.T) {
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var store MemoryStore
+	var store memStore
 	var calls atomic.Int32
 	ready := make(chan struct{})
 	ch, err := m.Watch(ctx, &WatchOptions{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // HealCmd is `mdctl heal`.
@@ -33,12 +34,12 @@ func (c *HealCmd) Run(k *kong.Context, g *Globals) error {
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	ds, err := m.Heal(context.Background(), md.HealOptions{
-		Store:  md.NewFileStore(c.Store),
+		Store:  store.NewFile(c.Store),
 		Array:  c.Array,
 		DryRun: c.DryRun,
 	})
 	switch {
-	case errors.Is(err, md.ErrStoreCorrupt), errors.Is(err, md.ErrStoreVersion), errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion), errors.Is(err, fs.ErrNotExist):
 		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was done)"}
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}

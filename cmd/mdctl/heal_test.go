@@ -10,6 +10,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // degradedStore records the raid1-degraded-missing capture as it was
@@ -27,9 +28,9 @@ func degradedStore(t *testing.T, flags []string) string {
 	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotActive, Member: &m1}
 	rec, err := md.NewRecord(a, r.Time)
 	qt.Assert(t, err, qt.IsNil)
-	store := filepath.Join(t.TempDir(), "slots.json")
-	qt.Assert(t, md.NewFileStore(store).Save(t.Context(), &md.Records{Arrays: []md.Record{rec}}), qt.IsNil)
-	return store
+	path := filepath.Join(t.TempDir(), "slots.json")
+	qt.Assert(t, store.NewFile(path).Save(t.Context(), &md.Records{Arrays: []md.Record{rec}}), qt.IsNil)
+	return path
 }
 
 func TestHealCLI(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // RecordCmd is `mdctl record`.
@@ -30,12 +31,12 @@ func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	ctx := context.Background()
-	store := md.NewFileStore(c.Store)
-	rs, err := store.Load(ctx)
+	st := store.NewFile(c.Store)
+	rs, err := st.Load(ctx)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		rs = &md.Records{}
-	case errors.Is(err, md.ErrStoreCorrupt), errors.Is(err, md.ErrStoreVersion):
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion):
 		return &exitError{code: exitRefused, msg: err.Error() + " (not overwritten; move it away to start afresh)"}
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}
@@ -81,7 +82,7 @@ func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
 		}
 	}
 	if recorded > 0 {
-		if err := store.Save(ctx, rs); err != nil {
+		if err := st.Save(ctx, rs); err != nil {
 			return &exitError{code: exitFailure, msg: err.Error()}
 		}
 		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(rs.Arrays), escape.Text(c.Store))

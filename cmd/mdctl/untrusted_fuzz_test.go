@@ -19,6 +19,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/superblock"
 )
 
@@ -145,11 +146,11 @@ func FuzzHostileMember(f *testing.F) {
 				rs.Put(rec)
 			}
 		}
-		b, err := md.EncodeRecords(rs)
+		b, err := store.Encode(rs)
 		if err != nil {
-			t.Fatalf("EncodeRecords: %v", err)
+			t.Fatalf("Encode: %v", err)
 		}
-		got, err := md.DecodeRecords(b, "")
+		got, err := store.Decode(b, "")
 		if err != nil {
 			t.Fatalf("the store written does not load: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // WatchCmd is `mdctl watch`.
@@ -49,7 +50,7 @@ func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
 	}
 	opts := &md.WatchOptions{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
 	if c.Store != "" {
-		opts.Store = md.NewFileStore(c.Store)
+		opts.Store = store.NewFile(c.Store)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,4 +1,4 @@
-package md
+package store
 
 import (
 	"bytes"
@@ -17,39 +17,29 @@ import (
 	"syscall"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/go-mdraid/mdraid/md"
 )
 
-// Store keeps slot records. An embedding OS can keep them wherever it likes
-// (a file, a config partition, an EFI variable); FileStore keeps them in a
-// file and MemoryStore in memory.
-//
-// Load returns an error matching fs.ErrNotExist when nothing was ever
-// saved, and one matching ErrStoreCorrupt or ErrStoreVersion when the
-// records cannot be trusted: callers must then act on nothing.
-type Store interface {
-	Load(ctx context.Context) (*Records, error)
-	Save(ctx context.Context, rs *Records) error
-}
-
-// Store errors. A *StoreError wraps one of them.
+// Store errors. An *Error wraps one of them.
 var (
-	// ErrStoreCorrupt: the stored records are not what Save wrote: not
+	// ErrCorrupt: the stored records are not what Save wrote: not
 	// JSON, wrong checksum, unknown fields, or invalid values.
-	ErrStoreCorrupt = errors.New("md: slot records are corrupt")
-	// ErrStoreVersion: the records were written in a format version this
+	ErrCorrupt = errors.New("md: slot records are corrupt")
+	// ErrVersion: the records were written in a format version this
 	// package does not know.
-	ErrStoreVersion = errors.New("md: slot records have an unsupported format version")
+	ErrVersion = errors.New("md: slot records have an unsupported format version")
 )
 
-// StoreError says why stored records were refused.
-type StoreError struct {
+// Error says why stored records were refused.
+type Error struct {
 	Path   string // the file, or "" for other stores
 	Reason string
-	Err    error // ErrStoreCorrupt or ErrStoreVersion
+	Err    error // ErrCorrupt or ErrVersion
 }
 
 // Error returns the path, the category and the reason.
-func (e *StoreError) Error() string {
+func (e *Error) Error() string {
 	where := ""
 	if e.Path != "" {
 		where = " in " + e.Path
@@ -58,24 +48,24 @@ func (e *StoreError) Error() string {
 }
 
 // Unwrap returns the category sentinel.
-func (e *StoreError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // The file format.
 const (
-	// StoreFormat is the "format" field of a record file.
-	StoreFormat = "go-mdraid-slot-records"
-	// StoreVersion is the format version FileStore writes and reads.
-	StoreVersion = 1
-	// maxStoreBytes bounds what Load reads.
-	maxStoreBytes = 16 << 20
+	// Format is the "format" field of a record file.
+	Format = "go-mdraid-slot-records"
+	// Version is the format version File writes and reads.
+	Version = 1
+	// maxBytes bounds what Load reads.
+	maxBytes = 16 << 20
 )
 
-// storeFile is the JSON form of a record file (see EncodeRecords).
+// storeFile is the JSON form of a record file (see Encode).
 type storeFile struct {
-	Format   string   `json:"format"`
-	Version  int      `json:"version"`
-	Checksum string   `json:"checksum"`
-	Arrays   []Record `json:"arrays"`
+	Format   string      `json:"format"`
+	Version  int         `json:"version"`
+	Checksum string      `json:"checksum"`
+	Arrays   []md.Record `json:"arrays"`
 }
 
 // checksum returns the checksum of f's canonical content.
@@ -89,7 +79,7 @@ func (f storeFile) checksum() (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// EncodeRecords returns the file form of rs, with its checksum. It fails
+// Encode returns the file form of rs, with its checksum. It fails
 // if a record is invalid, so that nothing invalid is ever written.
 //
 // The file form is one JSON object:
@@ -104,8 +94,8 @@ func (f storeFile) checksum() (string, error) {
 // The checksum is the SHA-256 of the compact JSON encoding of the same
 // object with "checksum" set to "" (the canonical content), so any change
 // to a value, an added field or a changed time zone is detected.
-func EncodeRecords(rs *Records) ([]byte, error) {
-	f := storeFile{Format: StoreFormat, Version: StoreVersion, Arrays: []Record{}}
+func Encode(rs *md.Records) ([]byte, error) {
+	f := storeFile{Format: Format, Version: Version, Arrays: []md.Record{}}
 	if rs != nil && rs.Arrays != nil {
 		f.Arrays = slices.Clone(rs.Arrays)
 	}
@@ -116,8 +106,8 @@ func EncodeRecords(rs *Records) ([]byte, error) {
 			r.Slots[j].LastHealthy = r.Slots[j].LastHealthy.UTC()
 		}
 	}
-	slices.SortFunc(f.Arrays, func(a, b Record) int { return strings.Compare(a.UUID, b.UUID) })
-	if err := (&Records{Arrays: f.Arrays}).validate(); err != nil {
+	slices.SortFunc(f.Arrays, func(a, b md.Record) int { return strings.Compare(a.UUID, b.UUID) })
+	if err := (&md.Records{Arrays: f.Arrays}).Validate(); err != nil {
 		return nil, fmt.Errorf("md: refusing to store invalid records: %w", err)
 	}
 	sum, err := f.checksum()
@@ -132,14 +122,14 @@ func EncodeRecords(rs *Records) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// DecodeRecords parses and checks the file form of records. Anything but
-// exactly what EncodeRecords produces (up to whitespace) is refused with
-// a *StoreError: unknown versions match ErrStoreVersion, everything else
+// Decode parses and checks the file form of records. Anything but
+// exactly what Encode produces (up to whitespace) is refused with
+// a *Error: unknown versions match ErrVersion, everything else
 // (bad JSON, another format, unknown or missing fields, a checksum
-// mismatch, invalid values) ErrStoreCorrupt. path is only used in errors.
-func DecodeRecords(b []byte, path string) (*Records, error) {
+// mismatch, invalid values) ErrCorrupt. path is only used in errors.
+func Decode(b []byte, path string) (*md.Records, error) {
 	corrupt := func(format string, args ...any) error {
-		return &StoreError{Path: path, Reason: fmt.Sprintf(format, args...), Err: ErrStoreCorrupt}
+		return &Error{Path: path, Reason: fmt.Sprintf(format, args...), Err: ErrCorrupt}
 	}
 	// Unmarshal checks the whole input is one JSON value (no trailing
 	// data) before anything else is looked at.
@@ -151,13 +141,13 @@ func DecodeRecords(b []byte, path string) (*Records, error) {
 		return nil, corrupt("not JSON: %v", err)
 	}
 	switch {
-	case head.Format != StoreFormat:
-		return nil, corrupt("format is %q, want %q", head.Format, StoreFormat)
+	case head.Format != Format:
+		return nil, corrupt("format is %q, want %q", head.Format, Format)
 	case head.Version == nil:
 		return nil, corrupt("no version")
-	case *head.Version != StoreVersion:
-		return nil, &StoreError{Path: path, Err: ErrStoreVersion,
-			Reason: fmt.Sprintf("version %d, this program reads version %d", *head.Version, StoreVersion)}
+	case *head.Version != Version:
+		return nil, &Error{Path: path, Err: ErrVersion,
+			Reason: fmt.Sprintf("version %d, this program reads version %d", *head.Version, Version)}
 	}
 	var f storeFile
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -175,18 +165,18 @@ func DecodeRecords(b []byte, path string) (*Records, error) {
 	if f.Checksum != want {
 		return nil, corrupt("checksum is %q, content sums to %q", f.Checksum, want)
 	}
-	rs := &Records{Arrays: f.Arrays}
-	if err := rs.validate(); err != nil {
+	rs := &md.Records{Arrays: f.Arrays}
+	if err := rs.Validate(); err != nil {
 		return nil, corrupt("%v", err)
 	}
-	if !slices.IsSortedFunc(rs.Arrays, func(a, b Record) int { return strings.Compare(a.UUID, b.UUID) }) {
+	if !slices.IsSortedFunc(rs.Arrays, func(a, b md.Record) int { return strings.Compare(a.UUID, b.UUID) }) {
 		return nil, corrupt("arrays are not sorted by uuid")
 	}
 	return rs, nil
 }
 
-// FileStore keeps records in one JSON file, in the form EncodeRecords
-// returns (format StoreFormat, version StoreVersion, a SHA-256 checksum
+// File keeps records in one JSON file, in the form Encode
+// returns (format Format, version Version, a SHA-256 checksum
 // over the canonical content, and the records). Save replaces the file
 // atomically: it writes a temporary file in the same directory, fsyncs
 // it, renames it over the old one and fsyncs the directory, so a crash
@@ -194,20 +184,20 @@ func DecodeRecords(b []byte, path string) (*Records, error) {
 //
 // Two processes saving at once do not corrupt the file; the last one
 // wins.
-type FileStore struct {
+type File struct {
 	path string
 }
 
-// NewFileStore returns a store for the file at path. Its directory must
+// NewFile returns a store for the file at path. Its directory must
 // exist.
-func NewFileStore(path string) *FileStore { return &FileStore{path: path} }
+func NewFile(path string) *File { return &File{path: path} }
 
 // Path returns the file name.
-func (s *FileStore) Path() string { return s.path }
+func (s *File) Path() string { return s.path }
 
 // Load reads and checks the file. A missing file gives an error matching
-// fs.ErrNotExist; bad content a *StoreError.
-func (s *FileStore) Load(ctx context.Context) (*Records, error) {
+// fs.ErrNotExist; bad content a *Error.
+func (s *File) Load(ctx context.Context) (*md.Records, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -216,23 +206,23 @@ func (s *FileStore) Load(ctx context.Context) (*Records, error) {
 		return nil, fmt.Errorf("md: loading slot records: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStoreBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("md: loading slot records: %w", err)
 	}
-	if len(b) > maxStoreBytes {
-		return nil, &StoreError{Path: s.path, Err: ErrStoreCorrupt, Reason: fmt.Sprintf("larger than %d bytes", maxStoreBytes)}
+	if len(b) > maxBytes {
+		return nil, &Error{Path: s.path, Err: ErrCorrupt, Reason: fmt.Sprintf("larger than %d bytes", maxBytes)}
 	}
-	return DecodeRecords(b, s.path)
+	return Decode(b, s.path)
 }
 
-// Save writes rs atomically (see FileStore). Invalid records are refused
+// Save writes rs atomically (see File). Invalid records are refused
 // and nothing is written.
-func (s *FileStore) Save(ctx context.Context, rs *Records) error {
+func (s *File) Save(ctx context.Context, rs *md.Records) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := EncodeRecords(rs)
+	b, err := Encode(rs)
 	if err != nil {
 		return err
 	}
@@ -269,27 +259,27 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// MemoryStore keeps records in memory, encoded as FileStore would write
+// Memory keeps records in memory, encoded as File would write
 // them. The zero value is an empty store (Load gives fs.ErrNotExist until
 // the first Save). It is safe for concurrent use.
-type MemoryStore struct {
+type Memory struct {
 	mu   sync.Mutex
 	data []byte
 }
 
 // Load decodes the saved records.
-func (s *MemoryStore) Load(ctx context.Context) (*Records, error) {
+func (s *Memory) Load(ctx context.Context) (*md.Records, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.data == nil {
 		return nil, fmt.Errorf("md: loading slot records: %w", os.ErrNotExist)
 	}
-	return DecodeRecords(s.data, "")
+	return Decode(s.data, "")
 }
 
 // Save encodes and keeps rs.
-func (s *MemoryStore) Save(ctx context.Context, rs *Records) error {
-	b, err := EncodeRecords(rs)
+func (s *Memory) Save(ctx context.Context, rs *md.Records) error {
+	b, err := Encode(rs)
 	if err != nil {
 		return err
 	}
@@ -300,14 +290,14 @@ func (s *MemoryStore) Save(ctx context.Context, rs *Records) error {
 }
 
 // Bytes returns what was last saved, in the file form.
-func (s *MemoryStore) Bytes() []byte {
+func (s *Memory) Bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.data)
 }
 
 // SetBytes replaces the stored form, for tests of corrupt content.
-func (s *MemoryStore) SetBytes(b []byte) {
+func (s *Memory) SetBytes(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.data = slices.Clone(b)

@@ -1,4 +1,4 @@
-package md
+package store
 
 import (
 	"bytes"
@@ -8,24 +8,26 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-mdraid/mdraid/md"
 )
 
 // maxFuzzStore bounds the store files FuzzStoreLoad looks at.
 const maxFuzzStore = 64 << 10
 
 // FuzzStoreLoad loads arbitrary bytes as a record file through FileStore:
-// the result is records or a *StoreError matching ErrStoreCorrupt or
-// ErrStoreVersion, never a panic. The same bytes are also loaded after
+// the result is records or a *Error matching ErrCorrupt or
+// ErrVersion, never a panic. The same bytes are also loaded after
 // being resealed (format, version and a correct checksum filled in), so
 // that the value checks behind the checksum are reached. Whatever loads
 // saves again, and its encoding is stable.
 func FuzzStoreLoad(f *testing.F) {
-	for _, rs := range []*Records{
-		{Arrays: []Record{}},
+	for _, rs := range []*md.Records{
+		{Arrays: []md.Record{}},
 		recordsOf(f, healthyArray(2)),
 		recordsOf(f, healthyArray(3), hostileArray("h:\n\x1b[8m", "\u2028", "<&>\\")),
 	} {
-		b, err := EncodeRecords(rs)
+		b, err := Encode(rs)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -36,18 +38,18 @@ func FuzzStoreLoad(f *testing.F) {
 	f.Add([]byte(`{"format":"go-mdraid-slot-records","version":1,"checksum":"","arrays":null}`))
 	f.Add([]byte("\x00\xff"))
 	path := filepath.Join(f.TempDir(), "records.json")
-	st := NewFileStore(path)
+	st := NewFile(path)
 	ctx := context.Background()
-	load := func(t *testing.T, b []byte) *Records {
+	load := func(t *testing.T, b []byte) *md.Records {
 		t.Helper()
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		rs, err := st.Load(ctx)
 		if err != nil {
-			var se *StoreError
+			var se *Error
 			if rs != nil || !errors.As(err, &se) || se.Path != path ||
-				!(errors.Is(err, ErrStoreCorrupt) || errors.Is(err, ErrStoreVersion)) {
+				!(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrVersion)) {
 				t.Fatalf("Load: records %v, error %#v", rs, err)
 			}
 			return nil
@@ -55,15 +57,15 @@ func FuzzStoreLoad(f *testing.F) {
 		if rs == nil || rs.Arrays == nil {
 			t.Fatal("Load: no records and no error")
 		}
-		enc1, err := EncodeRecords(rs)
+		enc1, err := Encode(rs)
 		if err != nil {
 			t.Fatalf("records that loaded do not save: %v", err)
 		}
-		rs2, err := DecodeRecords(enc1, "")
+		rs2, err := Decode(enc1, "")
 		if err != nil {
 			t.Fatalf("saved records do not load: %v", err)
 		}
-		enc2, err := EncodeRecords(rs2)
+		enc2, err := Encode(rs2)
 		if err != nil || !bytes.Equal(enc1, enc2) {
 			t.Fatalf("second encoding differs (%v):\n%s\n%s", err, enc1, enc2)
 		}
@@ -80,7 +82,7 @@ func FuzzStoreLoad(f *testing.F) {
 		if json.Unmarshal(b, &sf) != nil {
 			return
 		}
-		sf.Format, sf.Version = StoreFormat, StoreVersion
+		sf.Format, sf.Version = Format, Version
 		sum, err := sf.checksum()
 		if err != nil {
 			return // values JSON cannot encode (a time outside year 0-9999)

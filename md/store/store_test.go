@@ -1,4 +1,4 @@
-package md
+package store
 
 import (
 	"bytes"
@@ -13,18 +13,20 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/md"
 )
 
-func testRecords(t testing.TB) *Records {
+func testRecords(t testing.TB) *md.Records {
 	t.Helper()
-	var rs Records
+	var rs md.Records
 	for i, n := range []int{2, 4} {
 		a := healthyArray(n)
 		if i == 1 {
 			a.UUID = "00000000-1111-2222-3333-444444444444"
 			a.Level, a.Metadata = "raid5", "1.2"
 		}
-		r, err := NewRecord(a, recordTime.Add(time.Duration(i)*time.Minute))
+		r, err := md.NewRecord(a, recordTime.Add(time.Duration(i)*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,11 +35,11 @@ func testRecords(t testing.TB) *Records {
 	return &rs
 }
 
-func TestFileStoreRoundTrip(t *testing.T) {
+func TestFileRoundTrip(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "slots.json")
-	s := NewFileStore(p)
+	s := NewFile(p)
 	_, err := s.Load(ctx)
 	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
 
@@ -59,7 +61,7 @@ func TestFileStoreRoundTrip(t *testing.T) {
 	// Whitespace does not matter: the checksum is over the canonical form.
 	var compact bytes.Buffer
 	c.Assert(json.Compact(&compact, b), qt.IsNil)
-	got, err = DecodeRecords(compact.Bytes(), "")
+	got, err = Decode(compact.Bytes(), "")
 	c.Assert(err, qt.IsNil)
 	c.Assert(got, qt.DeepEquals, want)
 
@@ -74,16 +76,16 @@ func TestFileStoreRoundTrip(t *testing.T) {
 	c.Assert(ents, qt.HasLen, 1)
 
 	// An empty store is valid too.
-	c.Assert(s.Save(ctx, &Records{}), qt.IsNil)
+	c.Assert(s.Save(ctx, &md.Records{}), qt.IsNil)
 	got, err = s.Load(ctx)
 	c.Assert(err, qt.IsNil)
 	c.Assert(got.Arrays, qt.HasLen, 0)
 }
 
-func TestMemoryStore(t *testing.T) {
+func TestMemory(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
-	var s MemoryStore
+	var s Memory
 	_, err := s.Load(ctx)
 	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
 	want := testRecords(t)
@@ -93,7 +95,7 @@ func TestMemoryStore(t *testing.T) {
 	c.Assert(got, qt.DeepEquals, want)
 	s.SetBytes(bytes.Replace(s.Bytes(), []byte("raid5"), []byte("raid6"), 1))
 	_, err = s.Load(ctx)
-	c.Assert(err, qt.ErrorIs, ErrStoreCorrupt)
+	c.Assert(err, qt.ErrorIs, ErrCorrupt)
 }
 
 // edit decodes the file form, changes it and re-encodes it; with resum it
@@ -136,8 +138,8 @@ func arrayOf(m map[string]any, array int) map[string]any {
 	return m["arrays"].([]any)[array].(map[string]any)
 }
 
-func TestDecodeRecordsRefusesCorruption(t *testing.T) {
-	good, err := EncodeRecords(testRecords(t))
+func TestDecodeRefusesCorruption(t *testing.T) {
+	good, err := Encode(testRecords(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,52 +149,52 @@ func TestDecodeRecordsRefusesCorruption(t *testing.T) {
 		want    error
 		message string // regexp on the error
 	}{
-		{"empty", nil, ErrStoreCorrupt, `.*not JSON.*`},
-		{"truncated", good[:len(good)/2], ErrStoreCorrupt, `.*not JSON.*`},
-		{"not an object", []byte(`[1,2]`), ErrStoreCorrupt, `.*not JSON.*`},
-		{"other format", edit(t, good, false, func(m map[string]any) { m["format"] = "mdadm" }), ErrStoreCorrupt, `.*format is "mdadm".*`},
-		{"no version", edit(t, good, false, func(m map[string]any) { delete(m, "version") }), ErrStoreCorrupt, `.*no version`},
-		{"future version", edit(t, good, false, func(m map[string]any) { m["version"] = 2 }), ErrStoreVersion, `.*version 2, this program reads version 1`},
-		{"flipped byte", bytes.Replace(good, []byte("pci-0000:00:11.0"), []byte("pci-0000:00:12.0"), 1), ErrStoreCorrupt, `.*checksum is .*`},
-		{"changed time", edit(t, good, false, func(m map[string]any) { slot(m, 0, 0)["last_healthy"] = "2027-01-01T00:00:00Z" }), ErrStoreCorrupt, `.*checksum.*`},
-		{"no checksum", edit(t, good, false, func(m map[string]any) { delete(m, "checksum") }), ErrStoreCorrupt, `.*checksum is "".*`},
-		{"bad checksum", edit(t, good, false, func(m map[string]any) { m["checksum"] = "sha256:00" }), ErrStoreCorrupt, `.*checksum is "sha256:00".*`},
-		{"unknown field", edit(t, good, true, func(m map[string]any) { slot(m, 0, 1)["port"] = "x" }), ErrStoreCorrupt, `.*unknown field "port".*`},
-		{"trailing data", append(append([]byte{}, good...), []byte(`{}`)...), ErrStoreCorrupt, `.*not JSON: invalid character '\{' after top-level value`},
-		{"no arrays", edit(t, good, true, func(m map[string]any) { delete(m, "arrays") }), ErrStoreCorrupt, `.*no arrays list`},
-		{"bad uuid", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["uuid"] = "zzz" }), ErrStoreCorrupt, `.*uuid "zzz".*`},
+		{"empty", nil, ErrCorrupt, `.*not JSON.*`},
+		{"truncated", good[:len(good)/2], ErrCorrupt, `.*not JSON.*`},
+		{"not an object", []byte(`[1,2]`), ErrCorrupt, `.*not JSON.*`},
+		{"other format", edit(t, good, false, func(m map[string]any) { m["format"] = "mdadm" }), ErrCorrupt, `.*format is "mdadm".*`},
+		{"no version", edit(t, good, false, func(m map[string]any) { delete(m, "version") }), ErrCorrupt, `.*no version`},
+		{"future version", edit(t, good, false, func(m map[string]any) { m["version"] = 2 }), ErrVersion, `.*version 2, this program reads version 1`},
+		{"flipped byte", bytes.Replace(good, []byte("pci-0000:00:11.0"), []byte("pci-0000:00:12.0"), 1), ErrCorrupt, `.*checksum is .*`},
+		{"changed time", edit(t, good, false, func(m map[string]any) { slot(m, 0, 0)["last_healthy"] = "2027-01-01T00:00:00Z" }), ErrCorrupt, `.*checksum.*`},
+		{"no checksum", edit(t, good, false, func(m map[string]any) { delete(m, "checksum") }), ErrCorrupt, `.*checksum is "".*`},
+		{"bad checksum", edit(t, good, false, func(m map[string]any) { m["checksum"] = "sha256:00" }), ErrCorrupt, `.*checksum is "sha256:00".*`},
+		{"unknown field", edit(t, good, true, func(m map[string]any) { slot(m, 0, 1)["port"] = "x" }), ErrCorrupt, `.*unknown field "port".*`},
+		{"trailing data", append(append([]byte{}, good...), []byte(`{}`)...), ErrCorrupt, `.*not JSON: invalid character '\{' after top-level value`},
+		{"no arrays", edit(t, good, true, func(m map[string]any) { delete(m, "arrays") }), ErrCorrupt, `.*no arrays list`},
+		{"bad uuid", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["uuid"] = "zzz" }), ErrCorrupt, `.*uuid "zzz".*`},
 		{"upper-case uuid", edit(t, good, true, func(m map[string]any) {
 			arrayOf(m, 1)["uuid"] = strings.ToUpper(arrayOf(m, 1)["uuid"].(string))
-		}), ErrStoreCorrupt, `.*not in canonical form`},
-		{"raid0", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["level"] = "raid0" }), ErrStoreCorrupt, `.*level "raid0" cannot be recorded`},
-		{"raid_disks grown", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = 5 }), ErrStoreCorrupt, `.*4 slot records for raid_disks 5`},
-		{"raid_disks zero", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = 0 }), ErrStoreCorrupt, `.*raid_disks 0 out of range`},
-		{"slot out of order", edit(t, good, true, func(m map[string]any) { slot(m, 1, 1)["slot"] = 0 }), ErrStoreCorrupt, `.*slot record 1 says slot 0`},
-		{"no time", edit(t, good, true, func(m map[string]any) { delete(slot(m, 1, 0), "last_healthy") }), ErrStoreCorrupt, `.*slot 0 has no last_healthy time`},
-		{"no path", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "" }), ErrStoreCorrupt, `.*invalid by_path ""`},
-		{"path with slash", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "../../sda" }), ErrStoreCorrupt, `.*invalid by_path.*`},
-		{"bad device uuid", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["device_uuid"] = "x" }), ErrStoreCorrupt, `.*device_uuid "x".*`},
-		{"wrong type", edit(t, good, false, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = "4" }), ErrStoreCorrupt, `.*cannot unmarshal.*`},
+		}), ErrCorrupt, `.*not in canonical form`},
+		{"raid0", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["level"] = "raid0" }), ErrCorrupt, `.*level "raid0" cannot be recorded`},
+		{"raid_disks grown", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = 5 }), ErrCorrupt, `.*4 slot records for raid_disks 5`},
+		{"raid_disks zero", edit(t, good, true, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = 0 }), ErrCorrupt, `.*raid_disks 0 out of range`},
+		{"slot out of order", edit(t, good, true, func(m map[string]any) { slot(m, 1, 1)["slot"] = 0 }), ErrCorrupt, `.*slot record 1 says slot 0`},
+		{"no time", edit(t, good, true, func(m map[string]any) { delete(slot(m, 1, 0), "last_healthy") }), ErrCorrupt, `.*slot 0 has no last_healthy time`},
+		{"no path", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "" }), ErrCorrupt, `.*invalid by_path ""`},
+		{"path with slash", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["by_path"] = "../../sda" }), ErrCorrupt, `.*invalid by_path.*`},
+		{"bad device uuid", edit(t, good, true, func(m map[string]any) { slot(m, 1, 0)["device_uuid"] = "x" }), ErrCorrupt, `.*device_uuid "x".*`},
+		{"wrong type", edit(t, good, false, func(m map[string]any) { arrayOf(m, 0)["raid_disks"] = "4" }), ErrCorrupt, `.*cannot unmarshal.*`},
 		{"duplicate array", edit(t, good, true, func(m map[string]any) {
 			m["arrays"] = []any{arrayOf(m, 0), arrayOf(m, 0)}
-		}), ErrStoreCorrupt, `.*recorded twice`},
+		}), ErrCorrupt, `.*recorded twice`},
 		{"unsorted", edit(t, good, true, func(m map[string]any) {
 			m["arrays"] = []any{arrayOf(m, 1), arrayOf(m, 0)}
-		}), ErrStoreCorrupt, `.*not sorted by uuid`},
+		}), ErrCorrupt, `.*not sorted by uuid`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := qt.New(t)
-			rs, err := DecodeRecords(tt.b, "/x/slots.json")
+			rs, err := Decode(tt.b, "/x/slots.json")
 			c.Assert(rs, qt.IsNil)
 			c.Assert(err, qt.ErrorIs, tt.want)
 			c.Assert(err, qt.ErrorMatches, tt.message)
 			c.Assert(err, qt.ErrorMatches, `md: slot records .* in /x/slots.json: .*`)
-			var se *StoreError
+			var se *Error
 			c.Assert(err, qt.ErrorAs, &se)
 		})
 	}
-	_, err = DecodeRecords(good, "")
+	_, err = Decode(good, "")
 	qt.Assert(t, err, qt.IsNil)
 }
 
@@ -201,7 +203,7 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 	rs := testRecords(t)
 	rs.Arrays[0].Slots = rs.Arrays[0].Slots[:1]
 	p := filepath.Join(t.TempDir(), "slots.json")
-	err := NewFileStore(p).Save(context.Background(), rs)
+	err := NewFile(p).Save(context.Background(), rs)
 	c.Assert(err, qt.ErrorMatches, `md: refusing to store invalid records: .*`)
 	_, err = os.Stat(p)
 	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
@@ -210,12 +212,12 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 // TestFileStoreAtomic saves over and over while another goroutine loads:
 // every load must see a complete, valid file (old or new), never a torn
 // one. A save into a directory it cannot write leaves the old file.
-func TestFileStoreAtomic(t *testing.T) {
+func TestFileAtomic(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "slots.json")
-	s := NewFileStore(p)
+	s := NewFile(p)
 	small := testRecords(t)
 	small.Arrays = small.Arrays[:1]
 	big := testRecords(t)
@@ -266,4 +268,19 @@ func TestFileStoreAtomic(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 		c.Assert(after, qt.DeepEquals, before)
 	}
+}
+
+// TestRecordCarriesHomehost: the file round-trips a record's homehost.
+func TestRecordCarriesHomehost(t *testing.T) {
+	c := qt.New(t)
+	a := healthyArray(2)
+	a.Homehost = "talos"
+	rec, err := md.NewRecord(a, recordTime)
+	c.Assert(err, qt.IsNil)
+	b, err := Encode(&md.Records{Arrays: []md.Record{rec}})
+	c.Assert(err, qt.IsNil)
+	rs, err := Decode(b, "test")
+	c.Assert(err, qt.IsNil)
+	c.Assert(rs.Arrays, qt.HasLen, 1)
+	c.Assert(rs.Arrays[0].Homehost, qt.Equals, "talos")
 }
