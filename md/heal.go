@@ -114,6 +114,28 @@ type HealOptions struct {
 	DryRun bool
 	// Logger receives every decision with its reason; default none.
 	Logger *slog.Logger
+
+	// Report, when set, is the snapshot to decide on, as Discover
+	// returned it; by default Heal takes one. A watcher that has just
+	// taken a snapshot heals from that one.
+	Report *Report
+	// Records, when set, are the slot records to heal from; Store is
+	// then not loaded (and may be nil).
+	Records *Records
+	// History, when set, remembers the attempts that failed across
+	// passes (see HealHistory); nil remembers nothing, as for one pass.
+	History *HealHistory
+}
+
+// HealHistory remembers the heal attempts that failed (the array, the
+// slot and the disk, with the array as it was), across the passes of
+// Heal that share it: an attempt that failed is not made again while
+// neither the disk nor the array changed; its decision is then
+// OutcomeFailed with the first failure's reason, and Decision.Err matches
+// ErrHealNotRetried. A watcher keeps one for as long as it runs. The zero
+// value remembers nothing yet. It is not safe for concurrent use.
+type HealHistory struct {
+	failed map[healAttempt]failedAttempt
 }
 
 // Heal makes one pass over the degraded arrays. For each array with a
@@ -137,16 +159,22 @@ type HealOptions struct {
 // works the same at boot, after a disk was swapped while the machine was
 // off, as while it runs.
 func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error) {
-	if opts.Store == nil {
-		return nil, errors.New("md: heal needs a Store of slot records")
+	rs := opts.Records
+	if rs == nil {
+		if opts.Store == nil {
+			return nil, errors.New("md: heal needs a Store of slot records")
+		}
+		var err error
+		if rs, err = opts.Store.Load(ctx); err != nil {
+			return nil, err
+		}
 	}
-	rs, err := opts.Store.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r, err := m.Discover(ctx)
-	if err != nil {
-		return nil, err
+	r := opts.Report
+	if r == nil {
+		var err error
+		if r, err = m.Discover(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Array != "" {
 		// One resolution rule for every command: a UUID or name that
@@ -164,9 +192,18 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 		if len(keep) == 0 {
 			return nil, fmt.Errorf("%w: %s", ErrNoArray, escape.Text(opts.Array))
 		}
-		r.Arrays = keep
+		one := *r // the caller's Report stays as it was
+		one.Arrays = keep
+		r = &one
 	}
-	return m.heal(ctx, r, rs, healConfig{dryRun: opts.DryRun, logger: opts.Logger}), nil
+	cfg := healConfig{dryRun: opts.DryRun, logger: opts.Logger}
+	if h := opts.History; h != nil {
+		if h.failed == nil {
+			h.failed = map[healAttempt]failedAttempt{}
+		}
+		cfg.failed = h.failed
+	}
+	return m.heal(ctx, r, rs, cfg), nil
 }
 
 // healConfig is what one heal pass needs besides the snapshot.
@@ -350,19 +387,6 @@ func (m *Manager) ports(log *slog.Logger) map[string][]string {
 	return out
 }
 
-// refuseAll refuses every degraded array of r for one reason (such as
-// records that cannot be loaded).
-func refuseAll(r *Report, only string, err error) []Decision {
-	var ds []Decision
-	for _, a := range r.Arrays {
-		if a.Availability != Degraded || (only != "" && a.UUID != only && a.Device != only) {
-			continue
-		}
-		ds = append(ds, Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: OutcomeRefused, Reason: err.Error(), Err: err})
-	}
-	return ds
-}
-
 // decideHeal is heal's decision: for every array in r, whether to try
 // to fill which slot with which disk. ports maps a by-path identity to
 // the block devices found there. A decision left with an empty Outcome is
@@ -523,4 +547,18 @@ func portClaims(rs *Records) map[string][]string {
 		}
 	}
 	return out
+}
+
+// present reports whether a counts as an existing array: a device whose
+// array was stopped lingers with array_state "clear" for a moment.
+func present(a *Array) bool { return a.State != "clear" }
+
+// find returns the array with kernel name dev.
+func (r *Report) find(dev string) *Array {
+	for i := range r.Arrays {
+		if r.Arrays[i].Device == dev {
+			return &r.Arrays[i]
+		}
+	}
+	return nil
 }

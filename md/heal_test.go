@@ -342,3 +342,37 @@ func vmImage(p string, size int64) error {
 	}
 	return f.Close()
 }
+
+// TestHealGivenSnapshot: HealOptions.Records replaces the Store and
+// HealOptions.Report the snapshot Heal would take (a watcher passes
+// both), and Array filters a given Report without changing it.
+func TestHealGivenSnapshot(t *testing.T) {
+	c := qt.New(t)
+	m, _ := fixtureSystem(t, loadCase(t, "raid1-degraded-missing"))
+	ctx := context.Background()
+	r, err := m.Discover(ctx)
+	c.Assert(err, qt.IsNil)
+
+	// No Store: the Records given are used (here none for the array).
+	ds, err := m.Heal(ctx, HealOptions{Records: &Records{}})
+	c.Assert(err, qt.IsNil)
+	c.Assert(ds, qt.HasLen, 1)
+	c.Check(ds[0].Err, qt.ErrorIs, ErrNoRecord)
+
+	// The Report given is decided on, not a fresh snapshot: here the
+	// array is shown healthy, so there is nothing to do.
+	healthy := *r
+	healthy.Arrays = append([]Array(nil), r.Arrays...)
+	healthy.Arrays[0].Availability, healthy.Arrays[0].Degraded = Online, 0
+	ds, err = m.Heal(ctx, HealOptions{Records: &Records{}, Report: &healthy})
+	c.Assert(err, qt.IsNil)
+	for _, d := range ds {
+		c.Check(d.Outcome, qt.Equals, OutcomeSkipped)
+	}
+
+	before := len(r.Arrays)
+	ds, err = m.Heal(ctx, HealOptions{Records: &Records{}, Report: r, Array: r.Arrays[0].Device})
+	c.Assert(err, qt.IsNil)
+	c.Assert(ds, qt.HasLen, 1)
+	c.Check(r.Arrays, qt.HasLen, before)
+}

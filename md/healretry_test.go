@@ -11,8 +11,9 @@ import (
 
 // TestHealNotRetried: an attempt whose add keeps failing (ADD_NEW_DISK
 // returning EINVAL, after the superblock was written) is made once, not
-// on every pass, and its failure is reported once; once the array
-// changes, it is tried again.
+// on every pass, by the passes that share a HealHistory (a watcher's);
+// once the array changes, it is tried again. (md/watch's
+// TestHealFailureReportedOnce: its failure is reported once.)
 func TestHealNotRetried(t *testing.T) {
 	c := qt.New(t)
 	fc := loadCase(t, "raid1-degraded-missing")
@@ -28,18 +29,18 @@ func TestHealNotRetried(t *testing.T) {
 
 	addFails := &ExecError{Array: a.Device, Step: StepAdd, Err: fmt.Errorf("ADD_NEW_DISK: %w", unix.EINVAL), State: "the superblock on vdc was written"}
 	f := &fakeFiller{failing: addFails}
-	w := &watcher{m: m, o: (&WatchOptions{Heal: true}).withDefaults(), refused: map[string]string{}, failed: map[healAttempt]failedAttempt{}}
-	var events []Event
-	for range 50 {
-		ds := m.heal(context.Background(), r, rs, healConfig{filler: f, failed: w.failed})
+	var h HealHistory
+	h.failed = map[healAttempt]failedAttempt{} // as Manager.Heal makes it
+	for i := range 50 {
+		ds := m.heal(context.Background(), r, rs, healConfig{filler: f, failed: h.failed})
 		c.Assert(ds, qt.HasLen, 1)
 		c.Assert(ds[0].Outcome, qt.Equals, OutcomeFailed)
 		c.Assert(ds[0].Reason, qt.Contains, "not retried until the disk or the array changes")
-		events = append(events, w.report(r, ds)...)
+		if i > 0 {
+			c.Assert(ds[0].Err, qt.ErrorIs, ErrHealNotRetried)
+		}
 	}
 	c.Check(f.execs, qt.Equals, 1, qt.Commentf("the add was attempted on %d passes", f.execs))
-	c.Assert(events, qt.HasLen, 1)
-	c.Check(events[0].Type, qt.Equals, HealFailed)
 
 	// A single pass (mdctl heal) remembers nothing: it tries.
 	m.heal(context.Background(), r, rs, healConfig{filler: f})
@@ -52,6 +53,6 @@ func TestHealNotRetried(t *testing.T) {
 	if r2.Arrays[0].State == a.State {
 		r2.Arrays[0].State = "clean"
 	}
-	m.heal(context.Background(), &r2, rs, healConfig{filler: f, failed: w.failed})
+	m.heal(context.Background(), &r2, rs, healConfig{filler: f, failed: h.failed})
 	c.Check(f.execs, qt.Equals, 3)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/internal/craft"
-	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/superblock"
 )
@@ -237,35 +236,6 @@ func TestResolveAmbiguous(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrAmbiguous)
 	_, err = m.Heal(ctx, HealOptions{Store: store, Array: md4.Device})
 	c.Check(err, qt.IsNil, qt.Commentf("a kernel name is never ambiguous"))
-}
-
-// TestEventEscapes: what --exec gets (arguments and environment) and an
-// event's text form carry a hostile name escaped, one line each.
-func TestEventEscapes(t *testing.T) {
-	c := qt.New(t)
-	hostile := "h:\n  health: ONLINE\x1b[8m$(reboot)\xff"
-	e := Event{Type: HealRefused, Time: t0, Array: "md127", ArrayPath: "/dev/md127", Name: hostile,
-		MemberPath: "/dev/vdb\x1b[2J", Reason: "disk of " + hostile + " is not blank"}
-	env := e.Env()
-	c.Check(env, qt.Contains, `MDRAID_ARRAY_NAME=h:\x0a  health: ONLINE\x1b[8m$(reboot)\xff`)
-	for _, kv := range append(append(env, e.Args()...), e.String()) {
-		c.Check(escape.Safe(kv), qt.IsTrue, qt.Commentf("%q is not escaped", kv))
-	}
-	c.Check(e.String(), qt.Contains, `is not blank`)
-	c.Check(e.String(), qt.Not(qt.Contains), "\n")
-}
-
-// hostileArray is a fully healthy two-slot raid1 as NewRecord takes it,
-// with the disk-chosen strings given.
-func hostileArray(name, serial, wwn string) Array {
-	mem := func(i int, dev string) *Member {
-		return &Member{Device: dev, Path: "/dev/" + dev, ByPath: fmt.Sprintf("pci-0000:00:1%d.0", i),
-			Serial: serial, WWN: wwn, Slot: i, Flags: []string{"in_sync"}, SizeBytes: 64 << 20}
-	}
-	return Array{Device: "md0", Path: "/dev/md0", UUID: "6a1c2f9e-0b7d-4c36-9d0e-51f2a3b4c5d6", Name: name,
-		Metadata: "1.2", Level: "raid1", RaidDisks: 2, State: "clean", Availability: Online, Redundancy: Full,
-		Activity: Activity{Kind: Idle},
-		Slots:    []Slot{{Slot: 0, State: SlotActive, Member: mem(0, "vda")}, {Slot: 1, State: SlotActive, Member: mem(1, "vdb")}}}
 }
 
 // TestHealHostileHomehost: a homehost that is not UTF-8 is recorded

@@ -18,6 +18,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/watch"
 	"github.com/go-mdraid/mdraid/superblock"
 )
 
@@ -115,13 +116,13 @@ func TestVMHostileMemberNextToHealthy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan struct{})
-	ch, err := m.Watch(ctx, &md.WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) }})
+	ch, err := watch.Start(ctx, m, &watch.Options{Rescan: time.Hour, Ready: func() { close(ready) }})
 	c.Assert(err, qt.IsNil)
 	<-ready // first snapshot taken, files armed
 	guest.Mdadm(c, good, "--fail", disks[1].Path)
-	want := map[md.EventType]bool{md.Fail: false, md.DegradedArray: false}
+	want := map[watch.EventType]bool{watch.Fail: false, watch.DegradedArray: false}
 	deadline := time.After(10 * time.Second)
-	for !want[md.Fail] || !want[md.DegradedArray] {
+	for !want[watch.Fail] || !want[watch.DegradedArray] {
 		select {
 		case e, ok := <-ch:
 			c.Assert(ok, qt.IsTrue, qt.Commentf("watch ended"))

@@ -16,11 +16,12 @@ import (
 
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/store"
+	"github.com/go-mdraid/mdraid/md/watch"
 )
 
 // WatchCmd is `mdctl watch`.
 type WatchCmd struct {
-	JSON   bool           `name:"json" help:"Print one JSON object per event and line (schema: go doc md.Event)."`
+	JSON   bool           `name:"json" help:"Print one JSON object per event and line (schema: go doc watch.Event)."`
 	Store  string         `name:"store" placeholder:"FILE" help:"Record healthy arrays in this slot record file (SlotRecorded)."`
 	Heal   bool           `name:"heal" help:"Heal degraded arrays from the records in --store: a blank disk in a failed member's recorded port is added to its slot."`
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
@@ -48,13 +49,13 @@ func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
 	} else {
 		logger = slog.New(slog.NewTextHandler(k.Stderr, nil))
 	}
-	opts := &md.WatchOptions{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
+	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	events, err := m.Watch(ctx, opts)
+	events, err := watch.Start(ctx, m, opts)
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
@@ -77,7 +78,7 @@ func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
 
 // runProgram runs the --exec program for one event and waits for it, so
 // that programs see events in order.
-func runProgram(ctx context.Context, prog string, e md.Event, out io.Writer, log *slog.Logger) {
+func runProgram(ctx context.Context, prog string, e watch.Event, out io.Writer, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, e.Args()...)

@@ -1,4 +1,4 @@
-package md
+package watch
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/go-mdraid/mdraid/md"
 )
 
-// WatchOptions configures Manager.Watch. A nil *WatchOptions, and zero
-// fields, mean the defaults.
-type WatchOptions struct {
+// Options configures Start. A nil *Options, and zero fields, mean the
+// defaults.
+type Options struct {
 	// Rescan is the interval of the full rescan that backs up the
 	// kernel's notifications; default one minute.
 	Rescan time.Duration
@@ -20,14 +22,14 @@ type WatchOptions struct {
 	// arrays that appear and go; default "/proc/mdstat".
 	Mdstat string
 	// Store, when set, receives the record of every fully healthy array
-	// (NewRecord): SlotRecorded is reported when a record is new or its
+	// (md.NewRecord): SlotRecorded is reported when a record is new or its
 	// disks or ports changed, and the LastHealthy times are refreshed at
 	// most every RecordRefresh.
-	Store Store
+	Store md.Store
 	// RecordRefresh is how often an unchanged record's LastHealthy times
 	// are rewritten; default one hour.
 	RecordRefresh time.Duration
-	// Heal runs a heal pass (see Manager.Heal) whenever an array is
+	// Heal runs a heal pass (see md.Manager.Heal) whenever an array is
 	// degraded, with the records in Store, which must be set. It also
 	// listens for the kernel's block device uevents, so that a disk
 	// plugged into a recorded port is seen at once.
@@ -45,8 +47,8 @@ type WatchOptions struct {
 	Ready func()
 }
 
-func (o *WatchOptions) withDefaults() WatchOptions {
-	var w WatchOptions
+func (o *Options) withDefaults() Options {
+	var w Options
 	if o != nil {
 		w = *o
 	}
@@ -65,10 +67,10 @@ func (o *WatchOptions) withDefaults() WatchOptions {
 	return w
 }
 
-// ErrWatchUnsupported is returned by Watch on systems other than Linux.
-var ErrWatchUnsupported = errors.New("md: watch is only supported on Linux")
+// ErrUnsupported is returned by Start on systems other than Linux.
+var ErrUnsupported = errors.New("md: watch is only supported on Linux")
 
-// Watch reports changes to md arrays as they happen, until ctx is done;
+// Start reports changes to the md arrays of m as they happen, until ctx is done;
 // then it closes the channel and every file it opened.
 //
 // It is woken by the kernel, not by a timer: it polls (POLLPRI) each
@@ -76,20 +78,20 @@ var ErrWatchUnsupported = errors.New("md: watch is only supported on Linux")
 // member's dev-*/state, and /proc/mdstat, which the kernel notifies when
 // arrays start, stop, fail, gain or lose members and start or end a sync
 // (md-format.md §7). After each notification it takes a fresh snapshot
-// (Discover) and reports the difference to the previous one as Events.
-// A full rescan every WatchOptions.Rescan is the safety net.
+// (md.Manager.Discover) and reports the difference to the previous one as Events.
+// A full rescan every Options.Rescan is the safety net.
 //
 // The first snapshot reports what mdadm --monitor reports at start-up:
-// degraded arrays and missing spares. With WatchOptions.Store, healthy
-// arrays are recorded; with WatchOptions.Heal, degraded arrays are healed
+// degraded arrays and missing spares. With Options.Store, healthy
+// arrays are recorded; with Options.Heal, degraded arrays are healed
 // from those records (HealStarted, HealRefused, HealFailed).
 //
-// Watch fails at once if ctx is done, Heal is asked for without a Store,
+// Start fails at once if ctx is done, Heal is asked for without a Store,
 // or the poll set cannot be created; later errors (a snapshot that
 // cannot be read, a store that cannot be written) are logged and the
-// watch goes on. The channel must be drained: Watch blocks while it is
+// watch goes on. The channel must be drained: the watch blocks while it is
 // full.
-func (m *Manager) Watch(ctx context.Context, opts *WatchOptions) (<-chan Event, error) {
+func Start(ctx context.Context, m *md.Manager, opts *Options) (<-chan Event, error) {
 	o := opts.withDefaults()
 	if o.Heal && o.Store == nil {
 		return nil, errors.New("md: watch: heal needs a Store of slot records")
@@ -97,7 +99,7 @@ func (m *Manager) Watch(ctx context.Context, opts *WatchOptions) (<-chan Event, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &watcher{m: m, o: o, refused: map[string]string{}, failed: map[healAttempt]failedAttempt{}}
+	w := &watcher{m: m, o: o, refused: map[string]string{}}
 	if err := w.open(); err != nil {
 		return nil, fmt.Errorf("md: watch: %w", err)
 	}
@@ -106,16 +108,16 @@ func (m *Manager) Watch(ctx context.Context, opts *WatchOptions) (<-chan Event, 
 	return ch, nil
 }
 
-// watcher is the state of one Watch.
+// watcher is the state of one watch.
 type watcher struct {
-	m            *Manager
-	o            WatchOptions
-	prev         *Report
+	m            *md.Manager
+	o            Options
+	prev         *md.Report
 	refused      map[string]string // "uuid/slot" -> the HealRefused reason last reported
 	storeErr     string            // last store error logged
 	storeErrFull error             // the error itself, for HealRefused
 	sys          *pollSet
-	failed       map[healAttempt]failedAttempt // heal attempts that failed, not retried until something changes
+	history      md.HealHistory // heal attempts that failed, not retried until something changes
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and
@@ -138,7 +140,7 @@ func (w *watcher) scan(ctx context.Context, ch chan<- Event) bool {
 		if !send(ctx, ch, evs) {
 			return false
 		}
-		if !w.sys.reconcile(w.m, w.o.Logger) {
+		if !w.sys.reconcile(w.m.FS(), w.o.Logger) {
 			break
 		}
 	}
@@ -170,10 +172,10 @@ func send(ctx context.Context, ch chan<- Event, evs []Event) bool {
 
 // loadRecords loads the store; a store never written counts as empty.
 // It returns nil when the records cannot be used, and logs why once.
-func (w *watcher) loadRecords(ctx context.Context) *Records {
+func (w *watcher) loadRecords(ctx context.Context) *md.Records {
 	rs, err := w.o.Store.Load(ctx)
 	if errors.Is(err, fs.ErrNotExist) {
-		rs, err = &Records{}, nil
+		rs, err = &md.Records{}, nil
 	}
 	if err != nil {
 		if msg := err.Error(); msg != w.storeErr {
@@ -188,12 +190,12 @@ func (w *watcher) loadRecords(ctx context.Context) *Records {
 }
 
 // record saves the records of healthy arrays in r.
-func (w *watcher) record(ctx context.Context, r *Report, rs *Records) []Event {
+func (w *watcher) record(ctx context.Context, r *md.Report, rs *md.Records) []Event {
 	var out []Event
 	dirty := false
 	for i := range r.Arrays {
 		a := &r.Arrays[i]
-		rec, err := NewRecord(*a, r.Time)
+		rec, err := md.NewRecord(*a, r.Time)
 		if err != nil {
 			continue
 		}
@@ -227,26 +229,31 @@ func (w *watcher) record(ctx context.Context, r *Report, rs *Records) []Event {
 // recovery is frozen, a sync is pending, ...) once per slot and reason,
 // and Unfrozen when heal undid a freeze an interrupted replace left. A
 // deferral because a sync runs is not reported: the Rebuild events are.
-func (w *watcher) heal(ctx context.Context, r *Report, rs *Records) []Event {
-	var decisions []Decision
+func (w *watcher) heal(ctx context.Context, r *md.Report, rs *md.Records) []Event {
+	var decisions []md.Decision
 	if rs == nil {
-		decisions = refuseAll(r, "", w.storeErrFull)
+		decisions = refuseAll(r, w.storeErrFull)
 	} else {
 		// Decisions are logged below, once each, not on every pass.
-		decisions = w.m.heal(ctx, r, rs, healConfig{failed: w.failed})
+		var err error
+		decisions, err = w.m.Heal(ctx, md.HealOptions{Report: r, Records: rs, History: &w.history})
+		if err != nil {
+			w.o.Logger.Error("heal", "err", err)
+			return nil
+		}
 	}
 	return w.report(r, decisions)
 }
 
 // report turns heal decisions into events, each once per slot and
 // reason (see heal).
-func (w *watcher) report(r *Report, decisions []Decision) []Event {
+func (w *watcher) report(r *md.Report, decisions []md.Decision) []Event {
 	var out []Event
 	live := map[string]bool{}
 	for _, d := range decisions {
 		key := fmt.Sprintf("%s/%d", d.UUID, d.Slot)
 		live[key] = true
-		a := r.find(d.Array)
+		a := findArray(r, d.Array)
 		if a == nil {
 			continue
 		}
@@ -257,24 +264,24 @@ func (w *watcher) report(r *Report, decisions []Decision) []Event {
 		e.ByPath, e.MemberPath, e.Reason = d.ByPath, d.Disk, d.Reason
 		e.Member = d.Device
 		switch d.Outcome {
-		case OutcomeHealed:
+		case md.OutcomeHealed:
 			e.Type = HealStarted
 			delete(w.refused, key)
-		case OutcomeUnfrozen:
+		case md.OutcomeUnfrozen:
 			e.Type = Unfrozen
-		case OutcomeRefused, OutcomeFailed:
+		case md.OutcomeRefused, md.OutcomeFailed:
 			// Retried on every pass, but reported once per slot and
 			// reason. A deferral (busy: a rebuild runs, often the one
 			// heal started, or recovery is frozen) is not a refusal;
 			// the next pass decides.
 			switch {
-			case d.Outcome == OutcomeFailed:
+			case d.Outcome == md.OutcomeFailed:
 				e.Type = HealFailed
-			case errors.Is(d.Err, ErrHealDeferred) && a.Activity.Kind != Idle && a.Activity.Kind != Frozen && a.Activity.Kind != "":
+			case errors.Is(d.Err, md.ErrHealDeferred) && a.Activity.Kind != md.Idle && a.Activity.Kind != md.Frozen && a.Activity.Kind != "":
 				// A sync runs (often the rebuild heal started): the
 				// Rebuild events already say so.
 				continue
-			case errors.Is(d.Err, ErrHealDeferred):
+			case errors.Is(d.Err, md.ErrHealDeferred):
 				e.Type = HealDeferred
 			default:
 				e.Type = HealRefused
@@ -300,15 +307,15 @@ func (w *watcher) report(r *Report, decisions []Decision) []Event {
 			continue
 		}
 		uuid, _, _ := strings.Cut(k, "/")
-		if a := r.findUUID(uuid); a == nil || a.Availability != Degraded {
+		if a := findUUID(r, uuid); a == nil || a.Availability != md.Degraded {
 			delete(w.refused, k)
 		}
 	}
 	return out
 }
 
-// findUUID returns the array with the given UUID.
-func (r *Report) findUUID(uuid string) *Array {
+// findUUID returns the array of r with the given UUID.
+func findUUID(r *md.Report, uuid string) *md.Array {
 	for i := range r.Arrays {
 		if r.Arrays[i].UUID == uuid {
 			return &r.Arrays[i]
@@ -317,12 +324,48 @@ func (r *Report) findUUID(uuid string) *Array {
 	return nil
 }
 
-// find returns the array with kernel name dev.
-func (r *Report) find(dev string) *Array {
+// findArray returns the array of r with kernel name dev.
+func findArray(r *md.Report, dev string) *md.Array {
 	for i := range r.Arrays {
 		if r.Arrays[i].Device == dev {
 			return &r.Arrays[i]
 		}
 	}
 	return nil
+}
+
+// refuseAll refuses every degraded array of r for one reason (records
+// that cannot be loaded), as md.Manager.Heal would refuse to start.
+func refuseAll(r *md.Report, err error) []md.Decision {
+	var ds []md.Decision
+	for _, a := range r.Arrays {
+		if a.Availability != md.Degraded {
+			continue
+		}
+		ds = append(ds, md.Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: md.OutcomeRefused, Reason: err.Error(), Err: err})
+	}
+	return ds
+}
+
+// logDecision logs one heal decision, as md.Manager.Heal logs each.
+func logDecision(log *slog.Logger, d md.Decision) {
+	level := slog.LevelInfo
+	switch d.Outcome {
+	case md.OutcomeFailed:
+		level = slog.LevelError
+	case md.OutcomeSkipped:
+		level = slog.LevelDebug
+	}
+	attrs := []any{"array", d.Array, "uuid", d.UUID, "outcome", string(d.Outcome)}
+	if d.Slot >= 0 {
+		attrs = append(attrs, "slot", d.Slot)
+	}
+	if d.ByPath != "" {
+		attrs = append(attrs, "by_path", d.ByPath)
+	}
+	if d.Disk != "" {
+		attrs = append(attrs, "disk", d.Disk)
+	}
+	attrs = append(attrs, "reason", d.Reason)
+	log.Log(context.Background(), level, "heal", attrs...)
 }

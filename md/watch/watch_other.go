@@ -1,17 +1,19 @@
 //go:build !linux
 
-package md
+package watch
 
 import (
 	"context"
 	"log/slog"
+
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // pollSet has no implementation outside Linux.
 type pollSet struct{}
 
-func (w *watcher) open() error { return ErrWatchUnsupported }
+func (w *watcher) open() error { return ErrUnsupported }
 
-func (p *pollSet) reconcile(*Manager, *slog.Logger) bool { return false }
+func (p *pollSet) reconcile(sysfs.FS, *slog.Logger) bool { return false }
 
 func (w *watcher) run(context.Context, chan<- Event) {}

@@ -1,6 +1,6 @@
-package md
+package watch
 
-// This file holds the events Watch reports and the one function that
+// This file holds the events Start reports and the one function that
 // derives them from two successive snapshots (diff). Every decision about
 // what counts as an event lives in diff and its helpers.
 
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 // EventType names an event. Where mdadm --monitor has an event for the same
@@ -45,7 +46,7 @@ const (
 	RebuildFinished EventType = "RebuildFinished"
 	// DeviceDisappeared: an array went away (stopped).
 	DeviceDisappeared EventType = "DeviceDisappeared"
-	// SparesMissing: an array has fewer spares than WatchOptions.Spares
+	// SparesMissing: an array has fewer spares than Options.Spares
 	// expects for it.
 	SparesMissing EventType = "SparesMissing"
 
@@ -80,7 +81,7 @@ const (
 // rebuildSteps are the Rebuild events by step of 20%.
 var rebuildSteps = map[int]EventType{20: Rebuild20, 40: Rebuild40, 60: Rebuild60, 80: Rebuild80}
 
-// Event is one change Watch reports. Its JSON form, one object per line
+// Event is one change Start reports. Its JSON form, one object per line
 // from mdctl watch --json, is:
 //
 //	{
@@ -208,12 +209,12 @@ func (e Event) Args() []string {
 func intp(v int) *int { return &v }
 
 // arrayEvent starts an event about a.
-func arrayEvent(t EventType, a *Array, now time.Time) Event {
+func arrayEvent(t EventType, a *md.Array, now time.Time) Event {
 	return Event{Type: t, Time: now, Array: a.Device, ArrayPath: a.Path, UUID: a.UUID, Name: a.Name}
 }
 
 // memberEvent starts an event about member m of a.
-func memberEvent(t EventType, a *Array, m *Member, now time.Time) Event {
+func memberEvent(t EventType, a *md.Array, m *md.Member, now time.Time) Event {
 	e := arrayEvent(t, a, now)
 	e.Member, e.MemberPath, e.ByPath = m.Device, m.Path, m.ByPath
 	if m.Slot >= 0 {
@@ -224,12 +225,12 @@ func memberEvent(t EventType, a *Array, m *Member, now time.Time) Event {
 
 // present reports whether a counts as an existing array: a device whose
 // array was stopped lingers with array_state "clear" for a moment.
-func present(a *Array) bool { return a.State != "clear" }
+func present(a *md.Array) bool { return a.State != "clear" }
 
 // members lists every device bound to a: slot holders, replacements,
 // spares and faulty members.
-func members(a *Array) []*Member {
-	var ms []*Member
+func members(a *md.Array) []*md.Member {
+	var ms []*md.Member
 	for i := range a.Slots {
 		if m := a.Slots[i].Member; m != nil {
 			ms = append(ms, m)
@@ -248,8 +249,8 @@ func members(a *Array) []*Member {
 }
 
 // inSync and faulty read a member's kernel flags.
-func inSync(m *Member) bool { return slices.Contains(m.Flags, "in_sync") }
-func faulty(m *Member) bool { return slices.Contains(m.Flags, "faulty") }
+func inSync(m *md.Member) bool { return slices.Contains(m.Flags, "in_sync") }
+func faulty(m *md.Member) bool { return slices.Contains(m.Flags, "faulty") }
 
 // syncing reports whether a sync thread works on a, and its percentage.
 // Like mdadm, which looks for a percentage in /proc/mdstat, it counts a
@@ -262,14 +263,14 @@ func faulty(m *Member) bool { return slices.Contains(m.Flags, "faulty") }
 // member failing in a raid1 without spares makes the sync thread run a
 // "recover" pass that reports progress over nothing. mdadm, reading
 // /proc/mdstat, does not see it either.
-func syncing(a *Array) (bool, int) {
+func syncing(a *md.Array) (bool, int) {
 	switch a.Activity.Kind {
-	case Recover:
+	case md.Recover:
 		if !rebuilding(a) {
 			return false, 0
 		}
 		fallthrough
-	case Resync, Check, Repair, Reshape:
+	case md.Resync, md.Check, md.Repair, md.Reshape:
 		if a.Activity.TotalSectors > 0 {
 			return true, int(a.Activity.Percent)
 		}
@@ -279,9 +280,9 @@ func syncing(a *Array) (bool, int) {
 
 // rebuilding reports whether a member is being rebuilt into a slot: a
 // slot being recovered, or a replacement.
-func rebuilding(a *Array) bool {
+func rebuilding(a *md.Array) bool {
 	for _, s := range a.Slots {
-		if s.State == SlotRebuilding || s.Replacement != nil {
+		if s.State == md.SlotRebuilding || s.Replacement != nil {
 			return true
 		}
 	}
@@ -289,7 +290,7 @@ func rebuilding(a *Array) bool {
 }
 
 // idleSpares counts spares that wait for a slot.
-func idleSpares(a *Array) int { return len(a.Spares) }
+func idleSpares(a *md.Array) int { return len(a.Spares) }
 
 // diff derives the events between two snapshots. prev is nil for the
 // first snapshot of a watch: then only the state worth reporting at
@@ -300,10 +301,10 @@ func idleSpares(a *Array) int { return len(a.Spares) }
 // NewArray, member events (Fail, FailSpare, SpareActive, MemberAdded,
 // MemberRemoved), DegradedArray, Rebuild*, SparesMissing; then
 // DeviceDisappeared for arrays gone.
-func diff(prev, cur *Report, spares map[string]int) []Event {
+func diff(prev, cur *md.Report, spares map[string]int) []Event {
 	now := cur.Time
 	var out []Event
-	old := map[string]*Array{}
+	old := map[string]*md.Array{}
 	if prev != nil {
 		for i := range prev.Arrays {
 			if a := &prev.Arrays[i]; present(a) {
@@ -322,19 +323,19 @@ func diff(prev, cur *Report, spares map[string]int) []Event {
 		if prev != nil && p == nil {
 			out = append(out, arrayEvent(NewArray, a, now))
 		}
-		if p != nil && p.Availability != Inactive && a.Availability != Inactive {
+		if p != nil && p.Availability != md.Inactive && a.Availability != md.Inactive {
 			// An array that is not running has no live membership:
 			// mdadm --stop unbinds every member of an array already
 			// stopped, and assembly binds them before it runs.
 			out = append(out, memberEvents(p, a, now)...)
 		}
-		if a.Availability == Degraded && (p == nil || p.Availability != Degraded) {
+		if a.Availability == md.Degraded && (p == nil || p.Availability != md.Degraded) {
 			out = append(out, arrayEvent(DegradedArray, a, now))
 		}
 		if p != nil {
 			out = append(out, syncEvents(p, a, now)...)
 		}
-		if want, ok := spares[a.UUID]; ok && a.Availability != Inactive {
+		if want, ok := spares[a.UUID]; ok && a.Availability != md.Inactive {
 			have := idleSpares(a)
 			if have < want && (p == nil || idleSpares(p) >= want) {
 				e := arrayEvent(SparesMissing, a, now)
@@ -358,9 +359,9 @@ func diff(prev, cur *Report, spares map[string]int) []Event {
 // the kernel's terms (mdadm compares GET_DISK_INFO states the same way):
 // losing in_sync is Fail, becoming faulty without having been in sync is
 // FailSpare, gaining in_sync is SpareActive.
-func memberEvents(p, a *Array, now time.Time) []Event {
+func memberEvents(p, a *md.Array, now time.Time) []Event {
 	var out []Event
-	before := map[string]*Member{}
+	before := map[string]*md.Member{}
 	for _, m := range members(p) {
 		before[m.Device] = m
 	}
@@ -409,7 +410,7 @@ func memberEvents(p, a *Array, now time.Time) []Event {
 // percentage: started, each 20% step passed since the previous snapshot
 // (not in the snapshot where it started), finished. A change from one kind
 // of sync to another is a finish and a start.
-func syncEvents(p, a *Array, now time.Time) []Event {
+func syncEvents(p, a *md.Array, now time.Time) []Event {
 	var out []Event
 	was, wasPct := syncing(p)
 	is, pct := syncing(a)

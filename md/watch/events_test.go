@@ -1,105 +1,20 @@
-package md
+package watch
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/md"
 )
-
-var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-// report wraps arrays in a Report.
-func report(arrays ...Array) *Report {
-	return &Report{Version: SchemaVersion, Time: t0, Arrays: arrays}
-}
-
-// brief renders events compactly for comparison: "Type array member slot
-// extra".
-func brief(evs []Event) []string {
-	out := []string{}
-	for _, e := range evs {
-		s := string(e.Type) + " " + e.Array
-		if e.Member != "" {
-			s += " " + e.Member
-		}
-		if e.Slot != nil {
-			s += fmt.Sprintf(" slot=%d", *e.Slot)
-		}
-		if e.Action != "" {
-			s += " " + e.Action
-		}
-		if e.Percent != nil {
-			s += fmt.Sprintf(" %d%%", *e.Percent)
-		}
-		if e.Expected != nil {
-			s += fmt.Sprintf(" %d/%d", *e.Spares, *e.Expected)
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// Synthetic states of one 2-disk raid1 (md127, vda in slot 0, vdb in slot
-// 1) as a member fails, is replaced by vdc and recovers.
-func mirrorHealthy() Array { return healthyArray(2) }
-
-func mirrorFailed() Array { // vdb faulty, still in its slot
-	a := healthyArray(2)
-	a.Availability, a.Redundancy = Degraded, NoRedundancy
-	a.Slots[1].State = SlotFaulty
-	a.Slots[1].Member.Flags = []string{"faulty"}
-	return a
-}
-
-func mirrorUnslotted() Array { // vdb faulty, out of its slot
-	a := mirrorFailed()
-	m := *a.Slots[1].Member
-	m.Slot = -1
-	a.Faulty = []Member{m}
-	a.Slots[1] = Slot{Slot: 1, State: SlotMissing}
-	a.Degraded = 1
-	return a
-}
-
-func mirrorMissing() Array { // vdb removed
-	a := mirrorUnslotted()
-	a.Faulty = []Member{}
-	return a
-}
-
-func mirrorRecovering(pct float64) Array { // vdc rebuilding into slot 1
-	a := mirrorMissing()
-	a.Slots[1] = Slot{Slot: 1, State: SlotRebuilding, Member: &Member{
-		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"spare"}, ByPath: byPathOf(1)}}
-	a.Activity = Activity{Kind: Recover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
-	return a
-}
-
-func mirrorRecovered() Array {
-	a := healthyArray(2)
-	a.Slots[1].Member = &Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"in_sync"}, ByPath: byPathOf(1)}
-	return a
-}
-
-func withSpare(a Array, flags ...string) Array {
-	a.Spares = append(a.Spares, Member{Device: "vdd", Path: "/dev/vdd", Slot: -1, Flags: flags})
-	return a
-}
-
-func renamed(a Array, dev string) Array {
-	a.Device, a.Path = dev, "/dev/"+dev
-	return a
-}
 
 func TestDiff(t *testing.T) {
 	tests := []struct {
 		name   string
-		prev   *Report // nil: the first snapshot
-		cur    *Report
+		prev   *md.Report // nil: the first snapshot
+		cur    *md.Report
 		spares map[string]int
 		want   []string
 	}{
@@ -130,15 +45,15 @@ func TestDiff(t *testing.T) {
 			[]string{"SpareActive md127 vdc slot=1", "RebuildFinished md127 recover"}},
 		{"recovery seen started late: no step at once", report(mirrorMissing()), report(mirrorRecovering(45)), nil,
 			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 45%"}},
-		{"resync turns into check", report(withActivity(mirrorHealthy(), Resync, 50)), report(withActivity(mirrorHealthy(), Check, 0)), nil,
+		{"resync turns into check", report(withActivity(mirrorHealthy(), md.Resync, 50)), report(withActivity(mirrorHealthy(), md.Check, 0)), nil,
 			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%"}},
-		{"recover without progress (no spare to use): no rebuild", report(mirrorFailed()), report(func() Array {
+		{"recover without progress (no spare to use): no rebuild", report(mirrorFailed()), report(func() md.Array {
 			a := mirrorUnslotted()
-			a.Activity.Kind = Recover
+			a.Activity.Kind = md.Recover
 			return a
 		}()), nil, []string{}},
 		{"recover with progress but nothing to rebuild (seen on 6.1): no rebuild", report(mirrorFailed()),
-			report(withActivity(mirrorUnslotted(), Recover, 30)), nil, []string{}},
+			report(withActivity(mirrorUnslotted(), md.Recover, 30)), nil, []string{}},
 		{"spare fails", report(withSpare(mirrorHealthy(), "spare")), report(withSpare(mirrorHealthy(), "faulty")), nil,
 			[]string{"FailSpare md127 vdd"}},
 		{"rebuilding member fails", report(mirrorRecovering(30)), report(failRebuilding(mirrorRecovering(30))), nil,
@@ -151,13 +66,13 @@ func TestDiff(t *testing.T) {
 		{"new array", report(), report(mirrorHealthy()), nil, []string{"NewArray md127"}},
 		{"new degraded array", report(mirrorHealthy()), report(mirrorHealthy(), renamed(mirrorMissing(), "md126")), nil,
 			[]string{"NewArray md126", "DegradedArray md126"}},
-		{"assembled inactive, then started degraded", report(withAvail(mirrorMissing(), Inactive)), report(mirrorMissing()), nil,
+		{"assembled inactive, then started degraded", report(withAvail(mirrorMissing(), md.Inactive)), report(mirrorMissing()), nil,
 			[]string{"DegradedArray md127"}},
 		{"array stopped", report(mirrorHealthy()), report(), nil, []string{"DeviceDisappeared md127"}},
 		{"array stopping: members unbound from an inactive array are no failures", report(mirrorHealthy()),
-			report(func() Array {
-				a := withAvail(mirrorHealthy(), Inactive)
-				a.State, a.Slots = "inactive", []Slot{{Slot: 0, State: SlotMissing}, {Slot: 1, State: SlotMissing}}
+			report(func() md.Array {
+				a := withAvail(mirrorHealthy(), md.Inactive)
+				a.State, a.Slots = "inactive", []md.Slot{{Slot: 0, State: md.SlotMissing}, {Slot: 1, State: md.SlotMissing}}
 				return a
 			}()), nil, []string{}},
 		{"array cleared counts as gone", report(mirrorHealthy()), report(withState(mirrorHealthy(), "clear")), nil,
@@ -177,30 +92,6 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func withActivity(a Array, k ActivityKind, pct float64) Array {
-	a.Activity = Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
-	return a
-}
-
-func withAvail(a Array, av Availability) Array {
-	a.Availability = av
-	return a
-}
-
-func withState(a Array, s string) Array {
-	a.State = s
-	return a
-}
-
-func failRebuilding(a Array) Array {
-	m := *a.Slots[1].Member
-	m.Flags, m.Slot = []string{"faulty"}, -1
-	a.Faulty = []Member{m}
-	a.Slots[1] = Slot{Slot: 1, State: SlotMissing}
-	a.Activity = Activity{Kind: Idle}
-	return a
-}
-
 // TestDiffFixtures walks real captures of md0 as if they were successive
 // states of one array: healthy, a member failed, the member removed, a
 // replacement recovering, then the replacement gone and an idle spare.
@@ -217,7 +108,7 @@ func TestDiffFixtures(t *testing.T) {
 		// with an idle spare beside it.
 		{"raid1-removed-spare", []string{"MemberAdded md0 vdb slot=1", "MemberAdded md0 vdd", "MemberRemoved md0 vdc slot=1", "RebuildFinished md0 recover"}},
 	}
-	var prev *Report
+	var prev *md.Report
 	for _, s := range seq {
 		a := fixtureArray(t, s.fixture)
 		cur := report(a)
@@ -246,4 +137,38 @@ func TestEventForms(t *testing.T) {
 	c.Assert(r.String(), qt.Equals, "HealRefused /dev/md127 slot 1 (pci-0000:00:11.0): not blank")
 	c.Assert(r.Args(), qt.DeepEquals, []string{"HealRefused", "/dev/md127"})
 	c.Assert(strings.Join(r.Env(), " "), qt.Contains, "MDRAID_REASON=not blank")
+}
+
+// TestEventJSON pins the JSON form mdctl watch --json prints: every
+// field's name and form, and every event type's string. They are an
+// interface (scripts parse them) and must not change.
+func TestEventJSON(t *testing.T) {
+	c := qt.New(t)
+	e := Event{Type: RebuildStarted, Time: t0, Array: "md127", ArrayPath: "/dev/md127", UUID: "u", Name: "boot",
+		Member: "vdb", MemberPath: "/dev/vdb", Slot: intp(1), ByPath: "pci-0000:00:11.0", Action: "recover",
+		Percent: intp(20), Spares: intp(0), Expected: intp(1), Reason: "why"}
+	b, err := json.Marshal(e)
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Equals, `{"event":"RebuildStarted","time":"2026-05-01T12:00:00Z","array":"md127","array_path":"/dev/md127",`+
+		`"uuid":"u","name":"boot","member":"vdb","member_path":"/dev/vdb","slot":1,"by_path":"pci-0000:00:11.0",`+
+		`"action":"recover","percent":20,"spares":0,"expected":1,"reason":"why"}`)
+	b, err = json.Marshal(Event{Type: DeviceDisappeared, Time: t0, Array: "md0", ArrayPath: "/dev/md0"})
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Equals, `{"event":"DeviceDisappeared","time":"2026-05-01T12:00:00Z","array":"md0","array_path":"/dev/md0"}`)
+
+	types := map[EventType]string{
+		NewArray: "NewArray", DegradedArray: "DegradedArray", Fail: "Fail", FailSpare: "FailSpare",
+		SpareActive: "SpareActive", RebuildStarted: "RebuildStarted", Rebuild20: "Rebuild20",
+		Rebuild40: "Rebuild40", Rebuild60: "Rebuild60", Rebuild80: "Rebuild80",
+		RebuildFinished: "RebuildFinished", DeviceDisappeared: "DeviceDisappeared",
+		SparesMissing: "SparesMissing", MemberAdded: "MemberAdded", MemberRemoved: "MemberRemoved",
+		SlotRecorded: "SlotRecorded", HealStarted: "HealStarted", HealRefused: "HealRefused",
+		HealFailed: "HealFailed", HealDeferred: "HealDeferred", Unfrozen: "Unfrozen",
+	}
+	c.Check(types, qt.HasLen, 21)
+	for typ, want := range types {
+		b, err := json.Marshal(typ)
+		c.Assert(err, qt.IsNil)
+		c.Check(string(b), qt.Equals, `"`+want+`"`)
+	}
 }

@@ -1,4 +1,4 @@
-package md
+package watch
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // pollSet is the set of files a watcher polls, in one epoll instance.
@@ -128,15 +130,15 @@ func (p *pollSet) arm(fd int) error {
 // reconcile opens and arms the attributes of every array now in sysfs,
 // and closes those of arrays and members that went away. It reports
 // whether it opened anything.
-func (p *pollSet) reconcile(m *Manager, log *slog.Logger) bool {
+func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger) bool {
 	want := map[string]bool{}
-	names, err := m.fs.Arrays()
+	names, err := fs.Arrays()
 	if err != nil {
 		log.Warn("listing arrays to poll", "err", err)
 		return false
 	}
 	for _, name := range names {
-		a, err := m.fs.Array(name)
+		a, err := fs.Array(name)
 		if err != nil {
 			continue
 		}

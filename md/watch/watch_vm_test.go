@@ -1,6 +1,6 @@
 //go:build vmtest
 
-package md
+package watch
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+	"github.com/go-mdraid/mdraid/md"
 )
 
-// expectEvent waits for an event of type want about array md, skipping
+// expectEvent waits for an event of type want about array, skipping
 // others (returned too), and returns it with the time it arrived.
-func expectEvent(t testing.TB, ch <-chan Event, md string, want EventType, timeout time.Duration) (Event, time.Time, []Event) {
+func expectEvent(t testing.TB, ch <-chan Event, array string, want EventType, timeout time.Duration) (Event, time.Time, []Event) {
 	t.Helper()
 	var skipped []Event
 	deadline := time.After(timeout)
@@ -31,12 +32,12 @@ func expectEvent(t testing.TB, ch <-chan Event, md string, want EventType, timeo
 			}
 			at := time.Now()
 			t.Logf("event %s", e)
-			if e.Type == want && e.Array == md {
+			if e.Type == want && e.Array == array {
 				return e, at, skipped
 			}
 			skipped = append(skipped, e)
 		case <-deadline:
-			t.Fatalf("no %s for %s within %v (saw %v)", want, md, timeout, skipped)
+			t.Fatalf("no %s for %s within %v (saw %v)", want, array, timeout, skipped)
 		}
 	}
 }
@@ -73,39 +74,39 @@ func TestVMWatchLatency(t *testing.T) {
 	dev := "/dev/md/lat"
 	guest.Mdadm(c, "--create", dev, "--run", "--assume-clean", "--level=1", "--raid-devices=2",
 		"--bitmap=internal", disks[0].Path, disks[1].Path)
-	md := guest.ArrayName(c, dev)
+	array := guest.ArrayName(c, dev)
 
-	m, err := Open(nil)
+	m, err := md.Open(nil)
 	c.Assert(err, qt.IsNil)
 	before := fdCount(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs logBuffer
 	ready := make(chan struct{})
-	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) },
+	ch, err := Start(ctx, m, &Options{Rescan: time.Hour, Ready: func() { close(ready) },
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	c.Assert(err, qt.IsNil)
 	defer func() { t.Logf("watch log:\n%s", logs.String()) }()
 	<-ready // the first snapshot is taken and its files are armed
 
 	var lat []time.Duration
-	state := guest.SysPath(md, "dev-"+disks[1].Name, "state")
+	state := guest.SysPath(array, "dev-"+disks[1].Name, "state")
 	for i := range 5 {
 		start := time.Now()
 		c.Assert(guest.WriteFile(state, "faulty"), qt.IsNil)
 		t.Logf("faulty written at %s in %v", start.Format("15:04:05.000000"), time.Since(start))
-		e, at, _ := expectEvent(t, ch, md, Fail, 5*time.Second)
+		e, at, _ := expectEvent(t, ch, array, Fail, 5*time.Second)
 		lat = append(lat, at.Sub(start))
 		c.Check(e.Member, qt.Equals, disks[1].Name)
 		c.Check(*e.Slot, qt.Equals, 1)
 		if i == 0 {
-			expectEvent(t, ch, md, DegradedArray, 5*time.Second)
+			expectEvent(t, ch, array, DegradedArray, 5*time.Second)
 		}
 		guest.Mdadm(c, dev, "--remove", disks[1].Path)
-		expectEvent(t, ch, md, MemberRemoved, 5*time.Second)
+		expectEvent(t, ch, array, MemberRemoved, 5*time.Second)
 		// With the bitmap the re-added member is in sync at once.
 		guest.Mdadm(c, dev, "--re-add", disks[1].Path)
-		expectEvent(t, ch, md, MemberAdded, 5*time.Second)
-		guest.WaitSync(c, md)
+		expectEvent(t, ch, array, MemberAdded, 5*time.Second)
+		guest.WaitSync(c, array)
 		drain(t, ch, 200*time.Millisecond)
 	}
 	// What a snapshot costs here, for the record.
@@ -139,44 +140,44 @@ func TestVMWatchSequence(t *testing.T) {
 	disks := guest.ScratchDisks(t, 3)
 	dev := "/dev/md/seq"
 
-	m, err := Open(nil)
+	m, err := md.Open(nil)
 	c.Assert(err, qt.IsNil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs logBuffer
 	ready := make(chan struct{})
-	ch, err := m.Watch(ctx, &WatchOptions{Rescan: time.Hour, Ready: func() { close(ready) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ch, err := Start(ctx, m, &Options{Rescan: time.Hour, Ready: func() { close(ready) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c.Assert(err, qt.IsNil)
 	<-ready
 
 	guest.Mdadm(c, "--create", dev, "--run", "--assume-clean", "--level=1", "--raid-devices=2",
 		disks[0].Path, disks[1].Path)
-	md := guest.ArrayName(c, dev)
-	expectEvent(t, ch, md, NewArray, 5*time.Second)
+	array := guest.ArrayName(c, dev)
+	expectEvent(t, ch, array, NewArray, 5*time.Second)
 	drain(t, ch, 300*time.Millisecond)
 
 	var seq []string
 	add := func(e Event) { seq = append(seq, string(e.Type)) }
 	guest.Mdadm(c, dev, "--fail", disks[1].Path)
-	e, _, skipped := expectEvent(t, ch, md, Fail, 5*time.Second)
+	e, _, skipped := expectEvent(t, ch, array, Fail, 5*time.Second)
 	c.Assert(skipped, qt.HasLen, 0)
 	add(e)
-	e, _, _ = expectEvent(t, ch, md, DegradedArray, 5*time.Second)
+	e, _, _ = expectEvent(t, ch, array, DegradedArray, 5*time.Second)
 	add(e)
 	guest.Mdadm(c, dev, "--remove", disks[1].Path)
-	expectEvent(t, ch, md, MemberRemoved, 5*time.Second)
+	expectEvent(t, ch, array, MemberRemoved, 5*time.Second)
 
 	// The replacement, rebuilt slowly enough to see progress: 64 MiB at
 	// 16 MB/s takes about 4 s, and the kernel moves sync_completed every
 	// 1/16 of the way.
-	guest.WriteAttr(c, md, "sync_speed_max", "16000")
+	guest.WriteAttr(c, array, "sync_speed_max", "16000")
 	guest.Mdadm(c, dev, "--add", disks[2].Path)
 	deadline := time.After(60 * time.Second)
 	for !slices.Contains(seq, string(SpareActive)) || !slices.Contains(seq, string(RebuildFinished)) {
 		select {
 		case e := <-ch:
 			t.Logf("event %s", e)
-			if e.Array == md {
+			if e.Array == array {
 				add(e)
 			}
 		case <-deadline:
@@ -184,7 +185,7 @@ func TestVMWatchSequence(t *testing.T) {
 		}
 	}
 	t.Logf("SEQUENCE %v", seq)
-	guest.WriteAttr(c, md, "sync_speed_max", "system")
+	guest.WriteAttr(c, array, "sync_speed_max", "system")
 
 	// The order: Fail, DegradedArray, MemberAdded, RebuildStarted, then
 	// increasing Rebuild steps, then SpareActive and RebuildFinished.
@@ -197,7 +198,7 @@ func TestVMWatchSequence(t *testing.T) {
 	}
 	c.Assert(seq[len(seq)-2:], qt.DeepEquals, []string{"SpareActive", "RebuildFinished"})
 	guest.Mdadm(c, "--stop", dev)
-	_, _, skipped = expectEvent(t, ch, md, DeviceDisappeared, 5*time.Second)
+	_, _, skipped = expectEvent(t, ch, array, DeviceDisappeared, 5*time.Second)
 	c.Assert(skipped, qt.HasLen, 0, qt.Commentf("a stop is no failure"))
 	cancel()
 	for range ch {

@@ -1,8 +1,7 @@
-package md
+package watch
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // openFDs counts this process's open descriptors.
@@ -48,11 +50,11 @@ func TestWatchFixture(t *testing.T) {
 	before := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var store memStore
-	ch, err := m.Watch(ctx, &WatchOptions{
+	var st store.Memory
+	ch, err := Start(ctx, m, &Options{
 		Rescan: 20 * time.Millisecond,
 		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
-		Store:  &store,
+		Store:  &st,
 		Heal:   true,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})
@@ -62,7 +64,7 @@ func TestWatchFixture(t *testing.T) {
 	c.Assert(e.Type, qt.Equals, SlotRecorded)
 	c.Assert(e.Array, qt.Equals, "md127")
 	c.Assert(e.Name, qt.Equals, "boot")
-	rs, err := store.Load(ctx)
+	rs, err := st.Load(ctx)
 	c.Assert(err, qt.IsNil)
 	c.Assert(rs.Arrays, qt.HasLen, 1)
 	c.Assert(rs.Arrays[0].Slots[1].ByPath, qt.Equals, "pci-0000:00:11.0")
@@ -95,7 +97,7 @@ func TestWatchFixture(t *testing.T) {
 		c.Fatalf("unexpected event %v", e)
 	case <-time.After(200 * time.Millisecond):
 	}
-	rs2, err := store.Load(ctx)
+	rs2, err := st.Load(ctx)
 	c.Assert(err, qt.IsNil)
 	c.Assert(rs2, qt.DeepEquals, rs)
 
@@ -107,7 +109,7 @@ func TestWatchFixture(t *testing.T) {
 
 func TestWatchRefusesHealWithoutStore(t *testing.T) {
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
-	_, err := m.Watch(context.Background(), &WatchOptions{Heal: true})
+	_, err := Start(context.Background(), m, &Options{Heal: true})
 	qt.Assert(t, err, qt.ErrorMatches, "md: watch: heal needs a Store of slot records")
 }
 
@@ -125,7 +127,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 func TestWatchHealEvents(t *testing.T) {
 	c := qt.New(t)
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
-	w := &watcher{m: m, o: (&WatchOptions{}).withDefaults(), refused: map[string]string{}}
+	w := &watcher{m: m, o: (&Options{}).withDefaults(), refused: map[string]string{}}
 	rs := recordsOf(t, mirrorHealthy())
 	ctx := context.Background()
 	types := func(evs []Event) []string {
@@ -149,8 +151,8 @@ func TestWatchHealEvents(t *testing.T) {
 	c.Assert(types(w.heal(ctx, missing, rs)), qt.DeepEquals, []string{})
 	// Frozen by someone: deferred and reported once, with the reason.
 	frozen := report(mirrorMissing())
-	frozen.Arrays[0].Activity = Activity{Kind: Frozen}
-	frozen.Arrays[0].Freeze = &Freeze{Hint: "recovery is frozen, not by an mdctl replace"}
+	frozen.Arrays[0].Activity = md.Activity{Kind: md.Frozen}
+	frozen.Arrays[0].Freeze = &md.Freeze{Hint: "recovery is frozen, not by an mdctl replace"}
 	got := types(w.heal(ctx, frozen, rs))
 	c.Assert(got, qt.HasLen, 1)
 	c.Assert(got[0], qt.Matches, "HealDeferred: md: heal deferred: sync_action is frozen: recovery is frozen, not by an mdctl replace")
@@ -160,7 +162,7 @@ func TestWatchHealEvents(t *testing.T) {
 	c.Assert(w.heal(ctx, report(mirrorHealthy()), rs), qt.HasLen, 0)
 	c.Assert(w.heal(ctx, missing, rs), qt.HasLen, 1)
 	// Records that cannot be used: every degraded array is refused once.
-	w.storeErrFull = errors.New("md: slot records are corrupt: checksum")
+	w.storeErrFull = &store.Error{Err: store.ErrCorrupt, Reason: "checksum"}
 	bad := types(w.heal(ctx, missing, nil))
 	c.Assert(bad, qt.DeepEquals, []string{"HealRefused: md: slot records are corrupt: checksum"})
 	c.Assert(w.heal(ctx, missing, nil), qt.HasLen, 0)
@@ -173,13 +175,13 @@ func TestWatchReady(t *testing.T) {
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var store memStore
+	var st store.Memory
 	var calls atomic.Int32
 	ready := make(chan struct{})
-	ch, err := m.Watch(ctx, &WatchOptions{
+	ch, err := Start(ctx, m, &Options{
 		Rescan: 10 * time.Millisecond,
 		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
-		Store:  &store,
+		Store:  &st,
 		Ready: func() {
 			if calls.Add(1) == 1 {
 				close(ready)
@@ -205,4 +207,24 @@ func TestWatchReady(t *testing.T) {
 	cancel()
 	for range ch {
 	}
+}
+
+// TestHealFailureReportedOnce: a heal attempt that keeps failing, not
+// retried (md's TestHealNotRetried) but decided on every pass, is
+// reported once (HealFailed).
+func TestHealFailureReportedOnce(t *testing.T) {
+	c := qt.New(t)
+	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	w := &watcher{m: m, o: (&Options{Heal: true}).withDefaults(), refused: map[string]string{}}
+	r := report(mirrorMissing())
+	d := md.Decision{Array: "md127", UUID: r.Arrays[0].UUID, Slot: 1, ByPath: byPathOf(1), Device: "vdc", Disk: "/dev/vdc",
+		Outcome: md.OutcomeFailed, Reason: "ADD_NEW_DISK: invalid argument; not retried until the disk or the array changes",
+		Err: md.ErrHealNotRetried}
+	var events []Event
+	for range 50 {
+		events = append(events, w.report(r, []md.Decision{d})...)
+	}
+	c.Assert(events, qt.HasLen, 1)
+	c.Check(events[0].Type, qt.Equals, HealFailed)
+	c.Check(events[0].Reason, qt.Equals, d.Reason)
 }

@@ -1,0 +1,27 @@
+// Package watch reports changes to md arrays as they happen, as mdadm
+// --monitor does, built on package md's exported API: Start takes a
+// snapshot with md.Manager.Discover whenever the kernel signals a change,
+// and reports the difference to the previous one as Events (mdadm's names
+// where mdadm has them: NewArray, Fail, DegradedArray, RebuildStarted,
+// ...).
+//
+// # Wake-ups
+//
+// The watcher polls (POLLPRI) each array's array_state, sync_action,
+// sync_completed and degraded, each member's dev-*/state, and
+// /proc/mdstat; a full rescan every Options.Rescan is the safety net. It
+// runs on Linux only (ErrUnsupported elsewhere).
+//
+// # Records and heal
+//
+// With Options.Store, the record of every fully healthy array
+// (md.NewRecord) is kept current (SlotRecorded); with Options.Heal,
+// degraded arrays are healed from those records by md.Manager.Heal, and
+// its decisions are reported once per slot and reason (HealStarted,
+// HealRefused, HealFailed, HealDeferred, Unfrozen).
+//
+// # JSON
+//
+// An Event's JSON form is what mdctl watch --json prints, one object per
+// line; see Event.
+package watch

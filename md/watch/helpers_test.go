@@ -1,0 +1,203 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// Times stamped on test events and records.
+var (
+	t0         = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	recordTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+)
+
+// loadCase loads a real capture from testdata/fixtures.
+func loadCase(t testing.TB, name string) *fixture.Case {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// fixtureSystem rebuilds a captured system (the sysfs tree, and each
+// member as a sparse image under the dev root) and returns a Manager on
+// it with the sysfs root.
+func fixtureSystem(t testing.TB, fc *fixture.Case) (*md.Manager, string) {
+	t.Helper()
+	sys, dev, err := fc.Materialize(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, sys
+}
+
+// fixtureArray returns the one array of the named real capture.
+func fixtureArray(t testing.TB, name string) md.Array {
+	t.Helper()
+	m, _ := fixtureSystem(t, loadCase(t, name))
+	r, err := m.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Arrays) != 1 {
+		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
+	}
+	return r.Arrays[0]
+}
+
+// healthyArray is a synthetic healthy raid1 with n members in ports
+// pci-0000:00:1X.0, as md's tests build it.
+func healthyArray(n int) md.Array {
+	a := md.Array{
+		Device: "md127", Path: "/dev/md127", UUID: "0b8e5f0c-3c1b-4f7e-9e0a-2d1f3c4b5a69",
+		Name: "boot", Metadata: "1.0", Level: "raid1", RaidDisks: n,
+		ComponentBytes: 32 << 20, State: "clean",
+		Availability: md.Online, Redundancy: md.Full, Activity: md.Activity{Kind: md.Idle},
+		Spares: []md.Member{}, Faulty: []md.Member{},
+	}
+	for i := range n {
+		dev := string(rune('a' + i))
+		a.Slots = append(a.Slots, md.Slot{Slot: i, State: md.SlotActive, Member: &md.Member{
+			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: []string{"in_sync"},
+			ByPath: byPathOf(i), Serial: "mdtest-" + string(rune('0'+i)),
+			DeviceUUID: "00000000-0000-4000-8000-00000000000" + string(rune('0'+i)),
+			SizeBytes:  64 << 20,
+		}})
+	}
+	return a
+}
+
+func byPathOf(slot int) string { return "pci-0000:00:1" + string(rune('0'+slot)) + ".0" }
+
+// recordsOf records the given healthy arrays.
+func recordsOf(t testing.TB, arrays ...md.Array) *md.Records {
+	t.Helper()
+	rs := &md.Records{}
+	for _, a := range arrays {
+		r, err := md.NewRecord(a, recordTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Put(r)
+	}
+	return rs
+}
+
+// report wraps arrays in a Report.
+func report(arrays ...md.Array) *md.Report {
+	return &md.Report{Version: md.SchemaVersion, Time: t0, Arrays: arrays}
+}
+
+// brief renders events compactly for comparison: "Type array member slot
+// extra".
+func brief(evs []Event) []string {
+	out := []string{}
+	for _, e := range evs {
+		s := string(e.Type) + " " + e.Array
+		if e.Member != "" {
+			s += " " + e.Member
+		}
+		if e.Slot != nil {
+			s += fmt.Sprintf(" slot=%d", *e.Slot)
+		}
+		if e.Action != "" {
+			s += " " + e.Action
+		}
+		if e.Percent != nil {
+			s += fmt.Sprintf(" %d%%", *e.Percent)
+		}
+		if e.Expected != nil {
+			s += fmt.Sprintf(" %d/%d", *e.Spares, *e.Expected)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Synthetic states of one 2-disk raid1 (md127, vda in slot 0, vdb in slot
+// 1) as a member fails, is replaced by vdc and recovers.
+func mirrorHealthy() md.Array { return healthyArray(2) }
+
+func mirrorFailed() md.Array { // vdb faulty, still in its slot
+	a := healthyArray(2)
+	a.Availability, a.Redundancy = md.Degraded, md.NoRedundancy
+	a.Slots[1].State = md.SlotFaulty
+	a.Slots[1].Member.Flags = []string{"faulty"}
+	return a
+}
+
+func mirrorUnslotted() md.Array { // vdb faulty, out of its slot
+	a := mirrorFailed()
+	m := *a.Slots[1].Member
+	m.Slot = -1
+	a.Faulty = []md.Member{m}
+	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotMissing}
+	a.Degraded = 1
+	return a
+}
+
+func mirrorMissing() md.Array { // vdb removed
+	a := mirrorUnslotted()
+	a.Faulty = []md.Member{}
+	return a
+}
+
+func mirrorRecovering(pct float64) md.Array { // vdc rebuilding into slot 1
+	a := mirrorMissing()
+	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotRebuilding, Member: &md.Member{
+		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"spare"}, ByPath: byPathOf(1)}}
+	a.Activity = md.Activity{Kind: md.Recover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
+	return a
+}
+
+func mirrorRecovered() md.Array {
+	a := healthyArray(2)
+	a.Slots[1].Member = &md.Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"in_sync"}, ByPath: byPathOf(1)}
+	return a
+}
+
+func withSpare(a md.Array, flags ...string) md.Array {
+	a.Spares = append(a.Spares, md.Member{Device: "vdd", Path: "/dev/vdd", Slot: -1, Flags: flags})
+	return a
+}
+
+func renamed(a md.Array, dev string) md.Array {
+	a.Device, a.Path = dev, "/dev/"+dev
+	return a
+}
+
+func withActivity(a md.Array, k md.ActivityKind, pct float64) md.Array {
+	a.Activity = md.Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
+	return a
+}
+
+func withAvail(a md.Array, av md.Availability) md.Array {
+	a.Availability = av
+	return a
+}
+
+func withState(a md.Array, s string) md.Array {
+	a.State = s
+	return a
+}
+
+func failRebuilding(a md.Array) md.Array {
+	m := *a.Slots[1].Member
+	m.Flags, m.Slot = []string{"faulty"}, -1
+	a.Faulty = []md.Member{m}
+	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotMissing}
+	a.Activity = md.Activity{Kind: md.Idle}
+	return a
+}
