@@ -209,16 +209,25 @@ func Materialize(dir string, entries []Entry) error {
 	return nil
 }
 
-// MaterializeFile parses the manifest at name and materializes it below dir.
-func MaterializeFile(dir, name string) error {
+// ParseFile reads the manifest at name.
+func ParseFile(name string) ([]Entry, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("sysfstree: %w", err)
+		return nil, fmt.Errorf("sysfstree: %w", err)
 	}
 	defer f.Close()
 	entries, err := Parse(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return entries, nil
+}
+
+// MaterializeFile parses the manifest at name and materializes it below dir.
+func MaterializeFile(dir, name string) error {
+	entries, err := ParseFile(name)
+	if err != nil {
+		return err
 	}
 	return Materialize(dir, entries)
 }
