@@ -14,25 +14,19 @@ import (
 	qt "github.com/frankban/quicktest"
 	"github.com/google/uuid"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 )
 
-// fixturesDir holds real captures: one directory per case with sysfs.txt
-// (a sysfstree manifest) and detail-export.txt (mdadm --detail --export).
-const fixturesDir = "../testdata/fixtures"
-
 // TestFixtures reads every attribute of every array and member in every
-// real capture, and checks what it reads against mdadm's view of the
-// same array. Captures come from amd64 (little-endian) kernels, so this
-// also checks the 0.90 UUID rule in CanonicalUUID.
+// real capture (internal/fixture: each case has sysfs.txt, a sysfstree
+// manifest, and detail-export.txt, mdadm --detail --export), and checks
+// what it reads against mdadm's view of the same array. Captures come
+// from amd64 (little-endian) kernels, so this also checks the 0.90 UUID
+// rule in CanonicalUUID.
 func TestFixtures(t *testing.T) {
-	cases, _ := filepath.Glob(filepath.Join(fixturesDir, "*", "sysfs.txt"))
-	if len(cases) == 0 {
-		t.Skipf("no captures in %s", fixturesDir)
-	}
-	for _, manifest := range cases {
-		dir := filepath.Dir(manifest)
-		t.Run(filepath.Base(dir), func(t *testing.T) { checkFixture(qt.New(t), dir) })
+	for _, fc := range fixture.All(t) {
+		t.Run(filepath.Base(fc.Dir), func(t *testing.T) { checkFixture(qt.New(t), fc.Dir) })
 	}
 }
 
@@ -127,10 +121,7 @@ func mdadmUUID(u uuid.UUID) string {
 func allowed(err error) bool { return err == nil || errors.Is(err, fs.ErrNotExist) }
 
 func checkFixture(c *qt.C, dir string) {
-	f, err := os.Open(filepath.Join(dir, "sysfs.txt"))
-	c.Assert(err, qt.IsNil)
-	entries, err := sysfstree.Parse(f)
-	f.Close()
+	entries, err := sysfstree.ParseFile(filepath.Join(dir, "sysfs.txt"))
 	c.Assert(err, qt.IsNil)
 	root := c.TempDir()
 	c.Assert(sysfstree.Materialize(root, entries), qt.IsNil)

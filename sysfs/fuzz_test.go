@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 )
 
@@ -91,15 +92,9 @@ var fuzzGetters = []fuzzGetter{
 // captureManifests returns the entries of every real capture.
 func captureManifests(tb testing.TB) [][]sysfstree.Entry {
 	tb.Helper()
-	files, _ := filepath.Glob(filepath.Join(fixturesDir, "*", "sysfs.txt"))
 	var out [][]sysfstree.Entry
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		entries, err := sysfstree.Parse(f)
-		f.Close()
+	for _, fc := range fixture.All(tb) {
+		entries, err := sysfstree.ParseFile(fc.Path("sysfs.txt"))
 		if err != nil {
 			tb.Fatal(err)
 		}

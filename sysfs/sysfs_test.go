@@ -20,11 +20,7 @@ import (
 // temporary directory and returns an FS on it.
 func newTree(c *qt.C, manifest string) FS {
 	c.Helper()
-	entries, err := sysfstree.Parse(strings.NewReader(sysfstree.Header + "\n" + manifest))
-	c.Assert(err, qt.IsNil)
-	dir := c.TempDir()
-	c.Assert(sysfstree.Materialize(dir, entries), qt.IsNil)
-	fsys, err := NewFS(dir)
+	fsys, err := NewFS(sysfstree.Tree(c, manifest))
 	c.Assert(err, qt.IsNil)
 	return fsys
 }
