@@ -70,11 +70,7 @@ func blk(dir, devnum string, sectors int, part int) string {
 
 func materialize(c *qt.C, root, manifest string) sysfs.FS {
 	c.Helper()
-	entries, err := sysfstree.Parse(strings.NewReader(sysfstree.Header + "\n" + manifest))
-	c.Assert(err, qt.IsNil)
-	c.Assert(os.MkdirAll(root, 0o755), qt.IsNil)
-	c.Assert(sysfstree.Materialize(root, entries), qt.IsNil)
-	fsys, err := sysfs.NewFS(root)
+	fsys, err := sysfs.NewFS(sysfstree.TreeIn(c, root, manifest))
 	c.Assert(err, qt.IsNil)
 	return fsys
 }

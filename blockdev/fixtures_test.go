@@ -9,6 +9,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -18,15 +19,11 @@ import (
 // rig attaches scratch disk N as virtio-blk-pci at 0000:00:(0x10+N).0
 // with serial "mdtest-N", so the serial predicts the by-path name.
 func TestFixtures(t *testing.T) {
-	cases, _ := filepath.Glob(filepath.Join("..", "testdata", "fixtures", "*", "sysfs.txt"))
-	if len(cases) == 0 {
-		t.Skip("no captures in testdata/fixtures")
-	}
-	for _, manifest := range cases {
-		t.Run(filepath.Base(filepath.Dir(manifest)), func(t *testing.T) {
+	for _, fc := range fixture.All(t) {
+		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
 			c := qt.New(t)
 			root := c.TempDir()
-			c.Assert(sysfstree.MaterializeFile(root, manifest), qt.IsNil)
+			c.Assert(sysfstree.MaterializeFile(root, fc.Path("sysfs.txt")), qt.IsNil)
 			fsys, err := sysfs.NewFS(root)
 			c.Assert(err, qt.IsNil)
 			names, err := fsys.Arrays()

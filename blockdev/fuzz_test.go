@@ -14,6 +14,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -151,12 +152,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		add(sysfstree.ParseLoose([]byte(m)))
 	}
 	keep := map[string]bool{"uevent": true, "dev": true, "size": true, "partition": true, "serial": true}
-	f, err := os.Open(filepath.Join("..", "testdata", "fixtures", "raid1-v1.2", "sysfs.txt"))
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	entries, err := sysfstree.Parse(f)
+	entries, err := sysfstree.ParseFile(fixture.Named(tb, "raid1-v1.2").Path("sysfs.txt"))
 	if err != nil {
 		tb.Fatal(err)
 	}
