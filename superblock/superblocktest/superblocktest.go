@@ -12,8 +12,8 @@
 //     under <module root>/testdata/fixtures/, read with internal/fixture,
 //     with the mdadm --examine output captured beside it.
 //
-// Both are optional: Images returns what it finds, and tests skip when it
-// is nothing.
+// The util-linux images are optional: Images returns what it finds, and
+// tests skip when it is nothing. The captures are part of the module.
 package superblocktest
 
 import (
@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,37 +50,9 @@ type Image struct {
 	Blkid map[string]string
 }
 
-// ModuleRoot returns the directory holding go.mod, found by walking up
-// from the working directory (a test runs in its package directory).
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("superblocktest: go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-// UtilLinuxDir returns <module root>/../shared/testvectors/util-linux.
-func UtilLinuxDir() (string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(filepath.Dir(root), "shared", "testvectors", "util-linux"), nil
-}
-
 // Images returns every image it can find (see the package comment). A
-// missing source is not an error; a source that exists but cannot be read
-// fails the test.
+// missing util-linux directory is not an error; a source that exists but
+// cannot be read fails the test.
 func Images(tb testing.TB) []Image {
 	tb.Helper()
 	var out []Image
@@ -104,10 +75,7 @@ func ByName(tb testing.TB, name string) Image {
 
 func utilLinuxImages(tb testing.TB) []Image {
 	tb.Helper()
-	dir, err := UtilLinuxDir()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	dir := filepath.Join(filepath.Dir(fixture.Root(tb)), "shared", "testvectors", "util-linux")
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
@@ -170,19 +138,8 @@ func (img Image) Bytes(tb testing.TB) []byte {
 // <module root>/testdata/fixtures.
 func fixtureImages(tb testing.TB) []Image {
 	tb.Helper()
-	root, err := ModuleRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cases, err := fixture.LoadAll(filepath.Join(root, "testdata", "fixtures"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var out []Image
-	for _, c := range cases {
+	for _, c := range fixture.All(tb) {
 		for _, m := range c.Members {
 			im, err := m.Open()
 			if err != nil {
