@@ -1,7 +1,6 @@
 package mdadmtext
 
 import (
-	"path/filepath"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -11,8 +10,7 @@ import (
 
 func TestParseDetailOnCaptures(t *testing.T) {
 	c := qt.New(t)
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid1-failed"))
-	c.Assert(err, qt.IsNil)
+	fc := fixture.Named(t, "raid1-failed")
 	d := ParseDetail(fc.Texts["detail.txt"])
 	c.Check(d.Int("Raid Devices"), qt.Equals, 2)
 	c.Check(d.Int("Failed Devices"), qt.Equals, 1)
@@ -32,8 +30,7 @@ func TestParseDetailOnCaptures(t *testing.T) {
 	_, ok = d.Row("/dev/vdz")
 	c.Check(ok, qt.IsFalse)
 
-	fc, err = fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid5-inactive"))
-	c.Assert(err, qt.IsNil)
+	fc = fixture.Named(t, "raid5-inactive")
 	d = ParseDetail(fc.Texts["detail.txt"])
 	c.Check(d.Health(), qt.Equals, "inactive")
 	c.Check(d.TestExit(), qt.Equals, 2)

@@ -29,10 +29,7 @@ import (
 // vpd_pg80.
 func hostileManager(t *testing.T) *md.Manager {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "bench", "eight-arrays"))
-	qt.Assert(t, err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	qt.Assert(t, err, qt.IsNil)
+	sys, dev := fixture.Named(t, "eight-arrays").System(t)
 	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
 	qt.Assert(t, err, qt.IsNil)
 	a, err := m.Status(context.Background(), "md4")
