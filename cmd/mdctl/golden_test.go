@@ -45,16 +45,14 @@ func goldenDir(t *testing.T) string {
 	return dir
 }
 
-// goldenCase materializes a capture (a directory of testdata/fixtures or
-// testdata/bench) in a fresh directory and changes into it, so that the
-// roots are "sys" and "dev". It returns the root flags and the case.
-func goldenCase(t *testing.T, dir string) ([]string, *fixture.Case) {
+// goldenCase materializes the capture called name (see fixture.Named) in a
+// fresh directory and changes into it, so that the roots are "sys" and
+// "dev". It returns the root flags and the case.
+func goldenCase(t *testing.T, name string) ([]string, *fixture.Case) {
 	t.Helper()
-	fc, err := fixture.LoadCase(dir)
-	qt.Assert(t, err, qt.IsNil)
+	fc := fixture.Named(t, name)
 	tmp := t.TempDir()
-	_, _, err = fc.Materialize(tmp)
-	qt.Assert(t, err, qt.IsNil)
+	fc.SystemIn(t, tmp)
 	t.Chdir(tmp)
 	return []string{"--sysfs", "sys", "--dev", "dev"}, fc
 }
@@ -77,23 +75,14 @@ func goldenRun(t *testing.T, base, ext string, fix func(string) string, args ...
 	golden.Check(t, base+ext+".stderr", []byte(stderr))
 }
 
-// fixtureCases lists the captures under testdata/fixtures.
-func fixtureCases(t *testing.T) []*fixture.Case {
-	t.Helper()
-	cases, err := fixture.LoadAll(filepath.Join("..", "..", "testdata", "fixtures"))
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, len(cases) > 0, qt.IsTrue)
-	return cases
-}
-
 // TestGoldenStatus pins status --json, status text and the Prometheus
 // text format for every capture.
 func TestGoldenStatus(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "status")
-	for _, fc := range fixtureCases(t) {
+	for _, fc := range fixture.All(t) {
 		name := filepath.Base(fc.Dir)
 		t.Run(name, func(t *testing.T) {
-			flags, fc := goldenCase(t, fc.Dir)
+			flags, fc := goldenCase(t, name)
 			base := filepath.Join(gd, name)
 			goldenRun(t, base, ".json", nil, append([]string{"status", "--json", fc.Info.Array}, flags...)...)
 			goldenRun(t, base, ".txt", nil, append([]string{"status"}, flags...)...)
@@ -107,7 +96,7 @@ func TestGoldenStatus(t *testing.T) {
 // checked to be the time of this run and then written as a fixed value.
 func TestGoldenStatusDiscover(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "status")
-	flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "bench", "eight-arrays"))
+	flags, _ := goldenCase(t, "eight-arrays")
 	before := time.Now().UTC()
 	fixTime := func(s string) string {
 		var r struct {
@@ -134,10 +123,10 @@ func TestGoldenStatusDiscover(t *testing.T) {
 // member of every capture, one invocation per capture.
 func TestGoldenExamine(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "examine")
-	for _, fc := range fixtureCases(t) {
+	for _, fc := range fixture.All(t) {
 		name := filepath.Base(fc.Dir)
 		t.Run(name, func(t *testing.T) {
-			_, fc := goldenCase(t, fc.Dir)
+			_, fc := goldenCase(t, name)
 			wd, err := os.Getwd()
 			qt.Assert(t, err, qt.IsNil)
 			// kong's type:"path" makes the arguments absolute.
@@ -177,7 +166,7 @@ func TestGoldenReplaceDryRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			flags, _ := goldenCase(t, tt.fixture)
 			qt.Assert(t, os.WriteFile(filepath.Join("dev", "vdz"), make([]byte, 1<<20), 0o644), qt.IsNil)
 			args := append(append(append([]string{"replace"}, tt.args...), "--run-dir", "run"), flags...)
 			goldenRun(t, filepath.Join(gd, tt.name), ".txt", nil, args...)
@@ -203,7 +192,7 @@ func TestGoldenRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			flags, _ := goldenCase(t, tt.fixture)
 			goldenRun(t, filepath.Join(gd, tt.name), ".txt", nil, append(tt.args, flags...)...)
 		})
 	}
@@ -214,7 +203,7 @@ func TestGoldenRefusals(t *testing.T) {
 // missing or unreadable store.
 func TestGoldenHeal(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "heal")
-	flags, _ := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", "raid1-degraded-missing"))
+	flags, _ := goldenCase(t, "raid1-degraded-missing")
 	abs, err := filepath.Abs(".")
 	qt.Assert(t, err, qt.IsNil)
 	store := degradedStore(t, []string{"--sysfs", filepath.Join(abs, "sys"), "--dev", filepath.Join(abs, "dev")})
@@ -258,7 +247,7 @@ func TestGoldenReplacePlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := qt.New(t)
-			_, fc := goldenCase(t, filepath.Join("..", "..", "testdata", "fixtures", tt.fixture))
+			_, fc := goldenCase(t, tt.fixture)
 			// The captures predate recording the array's queue/; every
 			// array of the suite has 512-byte logical blocks.
 			q := filepath.Join("sys", "block", fc.Info.Array, "queue")

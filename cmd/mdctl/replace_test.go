@@ -17,10 +17,7 @@ import (
 // materialize rebuilds a capture and returns the global flags for it.
 func materialize(t *testing.T, name string) (flags []string, dev string) {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", name))
-	qt.Assert(t, err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	qt.Assert(t, err, qt.IsNil)
+	sys, dev := fixture.Named(t, name).System(t)
 	return []string{"--sysfs", sys, "--dev", dev}, dev
 }
 

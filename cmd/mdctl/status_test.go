@@ -23,14 +23,10 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestStatusOnRealCaptures(t *testing.T) {
-	cases, err := fixture.LoadAll(filepath.Join("..", "..", "testdata", "fixtures"))
-	qt.Assert(t, err, qt.IsNil)
-	qt.Assert(t, len(cases) > 0, qt.IsTrue)
-	for _, fc := range cases {
+	for _, fc := range fixture.All(t) {
 		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
 			c := qt.New(t)
-			sys, dev, err := fc.Materialize(t.TempDir())
-			c.Assert(err, qt.IsNil)
+			sys, dev := fc.System(t)
 			roots := []string{"--sysfs", sys, "--dev", dev}
 			want := mdadmtext.ParseDetail(fc.Texts["detail.txt"]).TestExit()
 
@@ -101,10 +97,7 @@ func TestStatusErrors(t *testing.T) {
 	c.Check(code, qt.Equals, 4)
 	c.Check(errOut, qt.Contains, "missing")
 
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", "raid1-v1.2"))
-	c.Assert(err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	c.Assert(err, qt.IsNil)
+	sys, dev := fixture.Named(t, "raid1-v1.2").System(t)
 	code, _, errOut = runCLI(t, "status", "--sysfs", sys, "--dev", dev, "md99")
 	c.Check(code, qt.Equals, 4)
 	c.Check(errOut, qt.Contains, "no such array")

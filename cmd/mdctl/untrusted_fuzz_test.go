@@ -38,14 +38,7 @@ func FuzzHostileMember(f *testing.F) {
 	f.Add([]byte("vmtest:a0"), []byte(""), uint32(27), true)
 	f.Add([]byte("../../etc/x"), []byte("a\\b"), uint32(28), false)
 
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "bench", "eight-arrays"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	sys, dev, err := fc.Materialize(f.TempDir())
-	if err != nil {
-		f.Fatal(err)
-	}
+	sys, dev := fixture.Named(f, "eight-arrays").System(f)
 	events := map[string]uint64{}
 	f.Fuzz(func(t *testing.T, name, serial []byte, raidDisks uint32, inactive bool) {
 		// Each run starts from the same state: the crafted member is the

@@ -29,10 +29,7 @@ var eightMembers = map[string][]string{"md0": {"vda", "vdb"}, "md3": {"vdg", "vd
 // and roots.
 func eight(t testing.TB) (flags []string, sys, dev string) {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "bench", "eight-arrays"))
-	qt.Assert(t, err, qt.IsNil)
-	sys, dev, err = fc.Materialize(t.TempDir())
-	qt.Assert(t, err, qt.IsNil)
+	sys, dev = fixture.Named(t, "eight-arrays").System(t)
 	return []string{"--sysfs", sys, "--dev", dev}, sys, dev
 }
 
