@@ -3,7 +3,6 @@ package watch
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ var (
 // loadCase loads a real capture from testdata/fixtures.
 func loadCase(t testing.TB, name string) *fixture.Case {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fc
+	return fixture.Named(t, name)
 }
 
 // fixtureSystem rebuilds a captured system (the sysfs tree, and each
@@ -32,10 +27,7 @@ func loadCase(t testing.TB, name string) *fixture.Case {
 // it with the sysfs root.
 func fixtureSystem(t testing.TB, fc *fixture.Case) (*md.Manager, string) {
 	t.Helper()
-	sys, dev, err := fc.Materialize(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, dev := fc.System(t)
 	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
 	if err != nil {
 		t.Fatal(err)
