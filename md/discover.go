@@ -154,7 +154,7 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
 // snapshot is everything read about one array, before any decision.
 type snapshot struct {
 	name      string
-	dev       string
+	dev       sysfs.DevNum
 	state     sysfs.ArrayState
 	level     sysfs.Level
 	metadata  sysfs.MetadataVersion
@@ -210,7 +210,7 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 		return s
 	}
 	if d, err := a.Dev(); err == nil {
-		s.dev = d.String()
+		s.dev = d
 	} else {
 		s.note("dev", err)
 	}
@@ -309,7 +309,7 @@ func (m *Manager) readSuperblocks(s *snapshot) {
 // readMember reads what sysfs says about one member; readSuperblocks
 // adds its superblock.
 func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
-	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: []string{}}}
+	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: sysfs.MemberState{}}}
 	var errs []string
 	note := func(what string, err error) {
 		if err != nil {
@@ -321,9 +321,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	st, err := mem.State()
 	note("state", err)
 	ms.state = st
-	for _, f := range st {
-		ms.Flags = append(ms.Flags, string(f))
-	}
+	ms.Flags = append(ms.Flags, st...)
 	if slot, err := mem.Slot(); err == nil {
 		if slot >= 0 {
 			ms.Slot = int(slot)
@@ -359,7 +357,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	ms.Path = path.Join(m.devRoot, kname)
 	if d, err := blockdev.Lookup(fsys, m.devRoot, kname); err == nil {
 		ms.Path = d.Node
-		ms.DevNum = d.Dev.String()
+		ms.DevNum = d.Dev
 		ms.SizeBytes = d.Size
 		ms.Serial, ms.WWN, ms.Model = d.Serial, d.WWN, d.Model
 	} else {

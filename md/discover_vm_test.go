@@ -10,6 +10,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // TestVMRecoveryProgressMoves follows a throttled recovery: the activity
@@ -36,7 +37,7 @@ func TestVMRecoveryProgressMoves(t *testing.T) {
 		a, err := m.Status(context.Background(), md)
 		c.Assert(err, qt.IsNil)
 		last = a
-		if a.Activity.Kind == Recover && a.Activity.TotalSectors > 0 {
+		if a.Activity.Kind == sysfs.ActionRecover && a.Activity.TotalSectors > 0 {
 			seen[a.Activity.DoneSectors] = true
 			c.Check(a.Availability, qt.Equals, Degraded)
 			// On 6.12 (seen in this test) sync_action and

@@ -186,7 +186,7 @@ type Freeze struct {
 
 // describeFreeze fills a.Freeze for an array whose recovery is frozen.
 func (m *Manager) describeFreeze(a *Array) {
-	if a.Activity.Kind != Frozen {
+	if a.Activity.Kind != sysfs.ActionFrozen {
 		return
 	}
 	fz := &Freeze{}

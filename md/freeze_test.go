@@ -9,6 +9,7 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // frozenRig is a degraded raid1 (slot 1 missing) whose recovery reads
@@ -221,12 +222,12 @@ func TestHealThawsStaleFreeze(t *testing.T) {
 	for _, d := range dry {
 		c.Check(d.Outcome, qt.Not(qt.Equals), OutcomeUnfrozen)
 	}
-	c.Check(rep.Arrays[0].Activity.Kind, qt.Equals, Frozen)
+	c.Check(rep.Arrays[0].Activity.Kind, qt.Equals, sysfs.ActionFrozen)
 
 	ds := r.m.heal(ctx, rep, &Records{}, healConfig{})
 	c.Assert(ds, qt.Not(qt.HasLen), 0)
 	c.Check(ds[0].Outcome, qt.Equals, OutcomeUnfrozen)
 	c.Check(strings.Contains(ds[0].Reason, "unfroze recovery"), qt.IsTrue)
 	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, idle)"})
-	c.Check(rep.Arrays[0].Activity.Kind, qt.Not(qt.Equals), Frozen)
+	c.Check(rep.Arrays[0].Activity.Kind, qt.Not(qt.Equals), sysfs.ActionFrozen)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Outcome is what heal did, or would do, about one slot or array.
@@ -429,11 +430,11 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 				ErrRecordHost, a.Homehost, rec.Homehost))
 			continue
 		}
-		if k := a.Activity.Kind; k == Frozen && a.Freeze != nil {
+		if k := a.Activity.Kind; k == sysfs.ActionFrozen && a.Freeze != nil {
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is frozen: %s", ErrHealDeferred, a.Freeze.Hint))
 			continue
 		}
-		if k := a.Activity.Kind; k != Idle && k != "" {
+		if k := a.Activity.Kind; k != sysfs.ActionIdle && k != "" {
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is %s", ErrHealDeferred, k))
 			continue
 		}

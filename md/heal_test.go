@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // recordsOf records the healthy form of arrays.
@@ -105,7 +106,7 @@ func TestDecideHeal(t *testing.T) {
 		}()), mirror, port1, []string{"md127 -1 refused"}, ErrRecordMismatch},
 		{"recovery running: deferred", report(mirrorRecovering(10)), mirror, port1,
 			[]string{"md127 -1 refused"}, ErrHealDeferred},
-		{"frozen: deferred", report(withActivity(mirrorMissing(), Frozen, 0)), mirror, port1,
+		{"frozen: deferred", report(withActivity(mirrorMissing(), sysfs.ActionFrozen, 0)), mirror, port1,
 			[]string{"md127 -1 refused"}, ErrHealDeferred},
 		{"delayed sync: deferred", report(func() Array {
 			a := mirrorMissing()

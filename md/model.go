@@ -1,8 +1,11 @@
 package md
 
 import (
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Report is the status of every array found, as [Manager.Discover]
@@ -28,8 +31,9 @@ type Array struct {
 	Device string `json:"device"`
 	// Path is its device node, such as "/dev/md127".
 	Path string `json:"path"`
-	// DevNum is its "major:minor".
-	DevNum string `json:"devnum,omitempty"`
+	// DevNum is its device number, "major:minor" in JSON; zero (and left
+	// out of JSON) when it could not be read.
+	DevNum sysfs.DevNum `json:"devnum,omitzero"`
 	// UUID is the array UUID in the canonical form, the same digits
 	// mdadm prints.
 	UUID string `json:"uuid,omitempty"`
@@ -127,7 +131,9 @@ type Member struct {
 	// Device is the kernel name ("vdb", "sda1"); Path its device node.
 	Device string `json:"device"`
 	Path   string `json:"path"`
-	DevNum string `json:"devnum,omitempty"`
+	// DevNum is the device number of the member's block device, as
+	// Array.DevNum.
+	DevNum sysfs.DevNum `json:"devnum,omitzero"`
 	// ByPath is the /dev/disk/by-path name, computed from sysfs the way
 	// udev's path_id does ("pci-0000:00:10.0").
 	ByPath string `json:"by_path,omitempty"`
@@ -141,10 +147,11 @@ type Member struct {
 	SizeBytes uint64 `json:"size_bytes,omitempty"`
 	// Slot is the slot the kernel gives the member, or -1 for none.
 	Slot int `json:"slot"`
-	// Flags are the kernel's dev-*/state flags, as read ("in_sync",
-	// "faulty", "spare", "write_mostly", "blocked", "write_error",
-	// "want_replacement", "replacement", "failfast", "journal", …).
-	Flags []string `json:"flags"`
+	// Flags are the kernel's dev-*/state flags, as read and in its order
+	// ("in_sync", "faulty", "spare", "write_mostly", "blocked",
+	// "write_error", "want_replacement", "replacement", "failfast",
+	// "journal", …); unknown flags are kept. Never nil in a report.
+	Flags sysfs.MemberState `json:"flags"`
 	// ReadErrors is the kernel's count of corrected read errors.
 	ReadErrors uint64 `json:"read_errors"`
 	// RecoveredSectors is how far recovery into this member has got, for
@@ -163,24 +170,11 @@ type Member struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ActivityKind is what the array's sync thread is doing.
-type ActivityKind string
-
-// Activity kinds, in the JSON form; they are the kernel's sync_action
-// words. An unknown future word is passed through as read.
-const (
-	Idle    ActivityKind = "idle"
-	Resync  ActivityKind = "resync"
-	Recover ActivityKind = "recover"
-	Check   ActivityKind = "check"
-	Repair  ActivityKind = "repair"
-	Reshape ActivityKind = "reshape"
-	Frozen  ActivityKind = "frozen"
-)
-
 // Activity is the sync thread's work and progress.
 type Activity struct {
-	Kind ActivityKind `json:"kind"`
+	// Kind is the kernel's sync_action word (sysfs.ActionIdle when the
+	// array has none); an unknown future word is passed through as read.
+	Kind sysfs.SyncAction `json:"kind"`
 	// Pending is "delayed" when the kernel holds the sync back (for
 	// example behind another array on the same disks).
 	Pending string `json:"pending,omitempty"`
@@ -222,3 +216,16 @@ func (a *Array) Find(device string) (*Member, string) {
 	}
 	return nil, ""
 }
+
+// devNumText is d as "major:minor", or "" when it could not be read
+// (zero), as the plan shows it.
+func devNumText(d sysfs.DevNum) string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.String()
+}
+
+// errNoDevNum: a member's device number could not be read (its block
+// device is gone, or sysfs did not say).
+var errNoDevNum = errors.New("not known (its block device could not be read)")

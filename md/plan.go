@@ -498,12 +498,12 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Has(sysfs.FlagFaulty) || old.Slot < 0):
 		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
 	case req.Hot:
-		p.Replace = &PlanMember{Device: old.Device, DevNum: old.DevNum, Slot: old.Slot}
+		p.Replace = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
 		pl.pass(checkMember, "%s is in sync in slot %d", old.Device, old.Slot)
 	case !old.state.Has(sysfs.FlagFaulty):
 		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
 	default:
-		p.Remove = &PlanMember{Device: old.Device, DevNum: old.DevNum, Slot: old.Slot}
+		p.Remove = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
 		pl.pass(checkMember, "%s is faulty and will be removed", old.Device)
 	}
 
@@ -519,7 +519,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 			// it must go first.
 			for _, ms := range s.members {
 				if ms.Device == sl.Member.Device {
-					p.Remove = &PlanMember{Device: ms.Device, DevNum: ms.DevNum, Slot: ms.Slot}
+					p.Remove = &PlanMember{Device: ms.Device, DevNum: devNumText(ms.DevNum), Slot: ms.Slot}
 				}
 			}
 		}

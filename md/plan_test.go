@@ -391,7 +391,7 @@ func TestPlanResume(t *testing.T) {
 			_, err = plan(sysfs.ActionIdle)
 			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
 			c.Check(err, qt.ErrorMatches, `.*and 1 more findings.*`)
-			// Frozen, it is refused as well: the disk is not ours, so
+			// sysfs.ActionFrozen, it is refused as well: the disk is not ours, so
 			// someone else froze recovery.
 			_, err = plan(sysfs.ActionFrozen)
 			c.Check(err, qt.ErrorIs, ErrArrayBusy)
@@ -443,7 +443,7 @@ func TestPlanResumePinned(t *testing.T) {
 	for i := range f.s.members {
 		if f.s.members[i].Device == "vdd" {
 			f.s.members[i].Slot = 2 // pinned, not yet in sync
-			devnum = f.s.members[i].DevNum
+			devnum = devNumText(f.s.members[i].DevNum)
 		}
 	}
 	c.Assert(devnum, qt.Not(qt.Equals), "")

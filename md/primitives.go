@@ -112,9 +112,9 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	if ms.state.Has(sysfs.FlagFaulty) {
 		return nil
 	}
-	dev, err := sysfs.ParseDevNum(ms.DevNum)
-	if err != nil {
-		return fmt.Errorf("md: device number of %s: %w", ms.Device, err)
+	dev := ms.DevNum
+	if dev.IsZero() {
+		return fmt.Errorf("md: device number of %s: %w", ms.Device, errNoDevNum)
 	}
 	if err := m.ops.k.SetFaulty(name, dev); err != nil {
 		if errors.Is(err, unix.EBUSY) {
@@ -157,8 +157,8 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	if err != nil {
 		return err
 	}
-	dev, derr := sysfs.ParseDevNum(ms.DevNum)
-	if derr != nil {
+	dev := ms.DevNum
+	if dev.IsZero() {
 		// The member's block device is gone (a pulled disk): remove it
 		// through its sysfs state instead, as mdadm falls back to.
 		err = m.ops.k.WriteState(name, ms.Device, sysfs.CmdRemove)

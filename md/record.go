@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Record is what is remembered about one array while it was fully
@@ -117,7 +118,7 @@ func NewRecord(a Array, now time.Time) (Record, error) {
 		return refuse("it is %s", a.Availability)
 	case a.Degraded > 0:
 		return refuse("the kernel counts %d degraded slot(s)", a.Degraded)
-	case a.Activity.Kind == Reshape:
+	case a.Activity.Kind == sysfs.ActionReshape:
 		return refuse("it is reshaping")
 	case a.RaidDisks <= 0 || len(a.Slots) != a.RaidDisks:
 		return refuse("it reports %d slots for raid_disks %d", len(a.Slots), a.RaidDisks)

@@ -10,6 +10,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 var recordTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -88,13 +89,13 @@ func healthyArray(n int) Array {
 		Device: "md127", Path: "/dev/md127", UUID: "0b8e5f0c-3c1b-4f7e-9e0a-2d1f3c4b5a69",
 		Name: "boot", Metadata: "1.0", Level: "raid1", RaidDisks: n,
 		ComponentBytes: 32 << 20, State: "clean",
-		Availability: Online, Redundancy: Full, Activity: Activity{Kind: Idle},
+		Availability: Online, Redundancy: Full, Activity: Activity{Kind: sysfs.ActionIdle},
 		Spares: []Member{}, Faulty: []Member{},
 	}
 	for i := range n {
 		dev := string(rune('a' + i))
 		a.Slots = append(a.Slots, Slot{Slot: i, State: SlotActive, Member: &Member{
-			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: []string{"in_sync"},
+			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: sysfs.MemberState{"in_sync"},
 			ByPath: byPathOf(i), Serial: "mdtest-" + string(rune('0'+i)),
 			DeviceUUID: "00000000-0000-4000-8000-00000000000" + string(rune('0'+i)),
 			SizeBytes:  64 << 20,
@@ -115,7 +116,7 @@ func TestNewRecordRefusals(t *testing.T) {
 		{"external", func(a *Array) { a.Metadata = "external:/md127/0" }, `metadata "external:/md127/0" is not native md metadata`},
 		{"failed", func(a *Array) { a.Availability = Failed }, "it is failed"},
 		{"degraded count", func(a *Array) { a.Degraded = 1 }, "the kernel counts 1 degraded slot(s)"},
-		{"reshape", func(a *Array) { a.Activity.Kind = Reshape }, "it is reshaping"},
+		{"reshape", func(a *Array) { a.Activity.Kind = sysfs.ActionReshape }, "it is reshaping"},
 		{"short slots", func(a *Array) { a.Slots = a.Slots[:1] }, "it reports 1 slots for raid_disks 2"},
 		{"errors", func(a *Array) { a.Errors = []string{"degraded: EIO"} }, "its status is incomplete: degraded: EIO"},
 		{"rebuilding slot", func(a *Array) { a.Slots[1].State = SlotRebuilding }, "slot 1 is rebuilding"},

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -382,7 +381,7 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 			switch {
 			case old == nil:
 				removed = true
-			case slices.Contains(old.Flags, string(sysfs.FlagFaulty)):
+			case old.Flags.Has(sysfs.FlagFaulty):
 				if err := m.Remove(ctx, w.Array, w.Replaced); err != nil {
 					return a, fmt.Errorf("md: removing the replaced %s: %w", w.Replaced, err)
 				}
@@ -408,10 +407,10 @@ func rebuildDone(a Array, member string) (bool, error) {
 	switch {
 	case mem == nil:
 		return false, fmt.Errorf("%w: %s is no longer a member of %s", ErrRebuildFailed, member, a.Device)
-	case slices.Contains(mem.Flags, string(sysfs.FlagFaulty)):
+	case mem.Flags.Has(sysfs.FlagFaulty):
 		return false, fmt.Errorf("%w: %s is faulty", ErrRebuildFailed, member)
 	}
-	inSync := slices.Contains(mem.Flags, string(sysfs.FlagInSync))
-	idle := a.Activity.Kind == Idle
+	inSync := mem.Flags.Has(sysfs.FlagInSync)
+	idle := a.Activity.Kind == sysfs.ActionIdle
 	return where == "slot" && inSync && idle, nil
 }

@@ -197,7 +197,7 @@ func arrayShape(c *qt.C, m *Manager, md string) string {
 	for _, sl := range a.Slots {
 		s += fmt.Sprintf(" [%d %s", sl.Slot, sl.State)
 		if sl.Member != nil {
-			s += " " + sl.Member.Device + " " + strings.Join(sl.Member.Flags, ",")
+			s += " " + sl.Member.Device + " " + sl.Member.Flags.String()
 		}
 		s += "]"
 	}

@@ -1,6 +1,10 @@
 package md
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-mdraid/mdraid/sysfs"
+)
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
@@ -17,7 +21,7 @@ func mirrorFailed() Array { // vdb faulty, still in its slot
 	a := healthyArray(2)
 	a.Availability, a.Redundancy = Degraded, NoRedundancy
 	a.Slots[1].State = SlotFaulty
-	a.Slots[1].Member.Flags = []string{"faulty"}
+	a.Slots[1].Member.Flags = sysfs.MemberState{"faulty"}
 	return a
 }
 
@@ -40,17 +44,17 @@ func mirrorMissing() Array { // vdb removed
 func mirrorRecovering(pct float64) Array { // vdc rebuilding into slot 1
 	a := mirrorMissing()
 	a.Slots[1] = Slot{Slot: 1, State: SlotRebuilding, Member: &Member{
-		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"spare"}, ByPath: byPathOf(1)}}
-	a.Activity = Activity{Kind: Recover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
+		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"spare"}, ByPath: byPathOf(1)}}
+	a.Activity = Activity{Kind: sysfs.ActionRecover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
 
-func withSpare(a Array, flags ...string) Array {
+func withSpare(a Array, flags ...sysfs.MemberFlag) Array {
 	a.Spares = append(a.Spares, Member{Device: "vdd", Path: "/dev/vdd", Slot: -1, Flags: flags})
 	return a
 }
 
-func withActivity(a Array, k ActivityKind, pct float64) Array {
+func withActivity(a Array, k sysfs.SyncAction, pct float64) Array {
 	a.Activity = Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }

@@ -186,9 +186,9 @@ func classify(s *snapshot, running bool, level string, inSync []bool, degraded i
 
 // activity reports what the sync thread does and how far it has got.
 func activity(s *snapshot) Activity {
-	act := Activity{Kind: Idle}
+	act := Activity{Kind: sysfs.ActionIdle}
 	if s.action != "" {
-		act.Kind = ActivityKind(s.action)
+		act.Kind = s.action
 	}
 	switch s.progress.State {
 	case sysfs.ProgressDelayed:
@@ -199,7 +199,7 @@ func activity(s *snapshot) Activity {
 			act.Percent = float64(act.DoneSectors) * 100 / float64(act.TotalSectors)
 		}
 	}
-	if s.speed.Valid && s.speed.Value > 0 && act.TotalSectors > act.DoneSectors && act.Kind != Idle && act.Kind != Frozen {
+	if s.speed.Valid && s.speed.Value > 0 && act.TotalSectors > act.DoneSectors && act.Kind != sysfs.ActionIdle && act.Kind != sysfs.ActionFrozen {
 		act.SpeedKiBs = s.speed.Value
 		act.ETASeconds = (act.TotalSectors - act.DoneSectors) / 2 / act.SpeedKiBs
 	}

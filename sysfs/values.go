@@ -33,6 +33,25 @@ type DevNum struct {
 // String returns "MAJ:MIN".
 func (d DevNum) String() string { return fmt.Sprintf("%d:%d", d.Major, d.Minor) }
 
+// IsZero reports whether d is 0:0, a number no block device has: a model
+// holding one means the number could not be read (encoding/json's
+// omitzero leaves it out).
+func (d DevNum) IsZero() bool { return d == DevNum{} }
+
+// MarshalText returns "MAJ:MIN", so that JSON shows the number as sysfs
+// does.
+func (d DevNum) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText parses "MAJ:MIN" as ParseDevNum does.
+func (d *DevNum) UnmarshalText(b []byte) error {
+	v, err := ParseDevNum(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
 // ParseDevNum parses "MAJ:MIN".
 func ParseDevNum(s string) (DevNum, error) {
 	maj, min, ok := strings.Cut(strings.TrimSpace(s), ":")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Exit codes of replace, fail, remove and run.
@@ -141,7 +142,7 @@ func printPlan(w io.Writer, p *md.Plan) {
 func progressPrinter(w io.Writer) func(md.Array) {
 	return func(a md.Array) {
 		act := a.Activity
-		if act.Kind == md.Idle || act.TotalSectors == 0 {
+		if act.Kind == sysfs.ActionIdle || act.TotalSectors == 0 {
 			return
 		}
 		const width = 30

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Exit codes of mdctl status, as mdadm --detail --test defines them.
@@ -127,7 +128,7 @@ func renderArray(w io.Writer, a *md.Array) {
 	switch {
 	case act.Pending != "":
 		fmt.Fprintf(w, "  %s: %s\n", esc(string(act.Kind)), esc(act.Pending))
-	case act.Kind != md.Idle && act.TotalSectors > 0:
+	case act.Kind != sysfs.ActionIdle && act.TotalSectors > 0:
 		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", esc(string(act.Kind))+":", bar(act.Percent, 20), act.Percent,
 			byteUnit(float64(act.DoneSectors*512), unitconv.IEC, 1), byteUnit(float64(act.TotalSectors*512), unitconv.IEC, 1))
 		if act.SpeedKiBs > 0 {
@@ -135,7 +136,7 @@ func renderArray(w io.Writer, a *md.Array) {
 				(time.Duration(act.ETASeconds) * time.Second).String())
 		}
 		fmt.Fprintln(w, line)
-	case act.Kind != md.Idle:
+	case act.Kind != sysfs.ActionIdle:
 		fmt.Fprintf(w, "  activity: %s\n", esc(string(act.Kind)))
 	}
 	if a.Freeze != nil {
@@ -156,7 +157,7 @@ func renderArray(w io.Writer, a *md.Array) {
 				ev += " (stale)"
 			}
 		}
-		flags := strings.Join(m.Flags, ",")
+		flags := m.Flags.String()
 		if m.Error != "" {
 			flags += " error: " + m.Error
 		}

@@ -47,6 +47,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Source produces a status report; *md.Manager is one.
@@ -178,11 +179,11 @@ func collectArray(e *emitter, a *md.Array) {
 	switch {
 	case a.Availability == md.Inactive:
 		state = "inactive"
-	case a.Activity.Kind == md.Recover:
+	case a.Activity.Kind == sysfs.ActionRecover:
 		state = "recovering"
-	case a.Activity.Kind == md.Resync || a.Activity.Kind == md.Repair:
+	case a.Activity.Kind == sysfs.ActionResync || a.Activity.Kind == sysfs.ActionRepair:
 		state = "resync"
-	case a.Activity.Kind == md.Check:
+	case a.Activity.Kind == sysfs.ActionCheck:
 		state = "check"
 	}
 	for _, s := range []string{"active", "inactive", "recovering", "resync", "check"} {
@@ -208,7 +209,7 @@ func collectArray(e *emitter, a *md.Array) {
 	for _, v := range []md.Redundancy{md.Full, md.Reduced, md.NoRedundancy} {
 		e.gauge(descRed, b2f(v == a.Redundancy), dev, string(v))
 	}
-	if k := a.Activity.Kind; k != md.Idle && k != md.Frozen && a.Activity.TotalSectors > 0 {
+	if k := a.Activity.Kind; k != sysfs.ActionIdle && k != sysfs.ActionFrozen && a.Activity.TotalSectors > 0 {
 		e.gauge(descProgress, a.Activity.Percent/100, dev, string(k))
 		e.gauge(descSpeed, float64(a.Activity.SpeedKiBs)*1024, dev, string(k))
 		e.gauge(descETA, float64(a.Activity.ETASeconds), dev, string(k))
@@ -239,11 +240,11 @@ func collectMember(e *emitter, dev string, m *md.Member) {
 	}
 	l := []string{dev, m.Device, slot, m.ByPath}
 	e.gauge(descMemberInfo, 1, append(l, m.Serial, m.WWN)...)
-	seen := map[string]bool{}
+	seen := map[sysfs.MemberFlag]bool{}
 	for _, f := range m.Flags {
 		if !seen[f] { // a flag listed twice would be a duplicate metric
 			seen[f] = true
-			e.gauge(descMemberState, 1, append(l, f)...)
+			e.gauge(descMemberState, 1, append(l, string(f))...)
 		}
 	}
 	e.metric(descMemberErrors, prometheus.CounterValue, float64(m.ReadErrors), l...)

@@ -21,6 +21,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // hostileManager is the real eight-array capture with md4's members
@@ -91,7 +92,7 @@ func (s fixedSource) Discover(context.Context) (*md.Report, error) { return s.r,
 func TestDuplicateFlag(t *testing.T) {
 	c := qt.New(t)
 	r := &md.Report{Arrays: []md.Array{{Device: "md0", Availability: md.Online, Redundancy: md.Full,
-		Spares: []md.Member{{Device: "vda", Slot: -1, Flags: []string{"spare", "spare"}}}}}}
+		Spares: []md.Member{{Device: "vda", Slot: -1, Flags: sysfs.MemberState{"spare", "spare"}}}}}}
 	reg := prometheus.NewPedanticRegistry()
 	c.Assert(reg.Register(NewCollector(context.Background(), fixedSource{r})), qt.IsNil)
 	_, err := reg.Gather()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // EventType names an event. Where mdadm --monitor has an event for the same
@@ -265,12 +266,12 @@ func faulty(m *md.Member) bool { return slices.Contains(m.Flags, "faulty") }
 // /proc/mdstat, does not see it either.
 func syncing(a *md.Array) (bool, int) {
 	switch a.Activity.Kind {
-	case md.Recover:
+	case sysfs.ActionRecover:
 		if !rebuilding(a) {
 			return false, 0
 		}
 		fallthrough
-	case md.Resync, md.Check, md.Repair, md.Reshape:
+	case sysfs.ActionResync, sysfs.ActionCheck, sysfs.ActionRepair, sysfs.ActionReshape:
 		if a.Activity.TotalSectors > 0 {
 			return true, int(a.Activity.Percent)
 		}

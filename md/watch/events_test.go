@@ -8,6 +8,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 func TestDiff(t *testing.T) {
@@ -45,15 +46,15 @@ func TestDiff(t *testing.T) {
 			[]string{"SpareActive md127 vdc slot=1", "RebuildFinished md127 recover"}},
 		{"recovery seen started late: no step at once", report(mirrorMissing()), report(mirrorRecovering(45)), nil,
 			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 45%"}},
-		{"resync turns into check", report(withActivity(mirrorHealthy(), md.Resync, 50)), report(withActivity(mirrorHealthy(), md.Check, 0)), nil,
+		{"resync turns into check", report(withActivity(mirrorHealthy(), sysfs.ActionResync, 50)), report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 0)), nil,
 			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%"}},
 		{"recover without progress (no spare to use): no rebuild", report(mirrorFailed()), report(func() md.Array {
 			a := mirrorUnslotted()
-			a.Activity.Kind = md.Recover
+			a.Activity.Kind = sysfs.ActionRecover
 			return a
 		}()), nil, []string{}},
 		{"recover with progress but nothing to rebuild (seen on 6.1): no rebuild", report(mirrorFailed()),
-			report(withActivity(mirrorUnslotted(), md.Recover, 30)), nil, []string{}},
+			report(withActivity(mirrorUnslotted(), sysfs.ActionRecover, 30)), nil, []string{}},
 		{"spare fails", report(withSpare(mirrorHealthy(), "spare")), report(withSpare(mirrorHealthy(), "faulty")), nil,
 			[]string{"FailSpare md127 vdd"}},
 		{"rebuilding member fails", report(mirrorRecovering(30)), report(failRebuilding(mirrorRecovering(30))), nil,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Times stamped on test events and records.
@@ -56,13 +57,13 @@ func healthyArray(n int) md.Array {
 		Device: "md127", Path: "/dev/md127", UUID: "0b8e5f0c-3c1b-4f7e-9e0a-2d1f3c4b5a69",
 		Name: "boot", Metadata: "1.0", Level: "raid1", RaidDisks: n,
 		ComponentBytes: 32 << 20, State: "clean",
-		Availability: md.Online, Redundancy: md.Full, Activity: md.Activity{Kind: md.Idle},
+		Availability: md.Online, Redundancy: md.Full, Activity: md.Activity{Kind: sysfs.ActionIdle},
 		Spares: []md.Member{}, Faulty: []md.Member{},
 	}
 	for i := range n {
 		dev := string(rune('a' + i))
 		a.Slots = append(a.Slots, md.Slot{Slot: i, State: md.SlotActive, Member: &md.Member{
-			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: []string{"in_sync"},
+			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: sysfs.MemberState{"in_sync"},
 			ByPath: byPathOf(i), Serial: "mdtest-" + string(rune('0'+i)),
 			DeviceUUID: "00000000-0000-4000-8000-00000000000" + string(rune('0'+i)),
 			SizeBytes:  64 << 20,
@@ -126,7 +127,7 @@ func mirrorFailed() md.Array { // vdb faulty, still in its slot
 	a := healthyArray(2)
 	a.Availability, a.Redundancy = md.Degraded, md.NoRedundancy
 	a.Slots[1].State = md.SlotFaulty
-	a.Slots[1].Member.Flags = []string{"faulty"}
+	a.Slots[1].Member.Flags = sysfs.MemberState{"faulty"}
 	return a
 }
 
@@ -149,18 +150,18 @@ func mirrorMissing() md.Array { // vdb removed
 func mirrorRecovering(pct float64) md.Array { // vdc rebuilding into slot 1
 	a := mirrorMissing()
 	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotRebuilding, Member: &md.Member{
-		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"spare"}, ByPath: byPathOf(1)}}
-	a.Activity = md.Activity{Kind: md.Recover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
+		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"spare"}, ByPath: byPathOf(1)}}
+	a.Activity = md.Activity{Kind: sysfs.ActionRecover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
 
 func mirrorRecovered() md.Array {
 	a := healthyArray(2)
-	a.Slots[1].Member = &md.Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: []string{"in_sync"}, ByPath: byPathOf(1)}
+	a.Slots[1].Member = &md.Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"in_sync"}, ByPath: byPathOf(1)}
 	return a
 }
 
-func withSpare(a md.Array, flags ...string) md.Array {
+func withSpare(a md.Array, flags ...sysfs.MemberFlag) md.Array {
 	a.Spares = append(a.Spares, md.Member{Device: "vdd", Path: "/dev/vdd", Slot: -1, Flags: flags})
 	return a
 }
@@ -170,7 +171,7 @@ func renamed(a md.Array, dev string) md.Array {
 	return a
 }
 
-func withActivity(a md.Array, k md.ActivityKind, pct float64) md.Array {
+func withActivity(a md.Array, k sysfs.SyncAction, pct float64) md.Array {
 	a.Activity = md.Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
@@ -187,9 +188,9 @@ func withState(a md.Array, s string) md.Array {
 
 func failRebuilding(a md.Array) md.Array {
 	m := *a.Slots[1].Member
-	m.Flags, m.Slot = []string{"faulty"}, -1
+	m.Flags, m.Slot = sysfs.MemberState{"faulty"}, -1
 	a.Faulty = []md.Member{m}
 	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotMissing}
-	a.Activity = md.Activity{Kind: md.Idle}
+	a.Activity = md.Activity{Kind: sysfs.ActionIdle}
 	return a
 }

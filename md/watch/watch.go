@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // Options configures Start. A nil *Options, and zero fields, mean the
@@ -277,7 +278,7 @@ func (w *watcher) report(r *md.Report, decisions []md.Decision) []Event {
 			switch {
 			case d.Outcome == md.OutcomeFailed:
 				e.Type = HealFailed
-			case errors.Is(d.Err, md.ErrHealDeferred) && a.Activity.Kind != md.Idle && a.Activity.Kind != md.Frozen && a.Activity.Kind != "":
+			case errors.Is(d.Err, md.ErrHealDeferred) && a.Activity.Kind != sysfs.ActionIdle && a.Activity.Kind != sysfs.ActionFrozen && a.Activity.Kind != "":
 				// A sync runs (often the rebuild heal started): the
 				// Rebuild events already say so.
 				continue

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/store"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // openFDs counts this process's open descriptors.
@@ -151,7 +152,7 @@ func TestWatchHealEvents(t *testing.T) {
 	c.Assert(types(w.heal(ctx, missing, rs)), qt.DeepEquals, []string{})
 	// Frozen by someone: deferred and reported once, with the reason.
 	frozen := report(mirrorMissing())
-	frozen.Arrays[0].Activity = md.Activity{Kind: md.Frozen}
+	frozen.Arrays[0].Activity = md.Activity{Kind: sysfs.ActionFrozen}
 	frozen.Arrays[0].Freeze = &md.Freeze{Hint: "recovery is frozen, not by an mdctl replace"}
 	got := types(w.heal(ctx, frozen, rs))
 	c.Assert(got, qt.HasLen, 1)
