@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/internal/escape"
@@ -30,7 +29,7 @@ func (m *Manager) Discover(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("md: listing arrays: %w", err)
 	}
-	r := &Report{Version: SchemaVersion, Time: time.Now().UTC(), Arrays: []Array{}}
+	r := &Report{Version: SchemaVersion, Time: m.now().UTC(), Arrays: []Array{}}
 	fsys := m.fs.WithCache() // one pass: links do not change under us
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {

@@ -33,6 +33,9 @@ type Config struct {
 	// is reported with an error matching ErrNoAnswer, and the rest of the
 	// report is filled in.
 	ReadTimeout time.Duration
+	// Now is the clock that dates reports and records; default
+	// time.Now. Tests set it to pin the report time.
+	Now func() time.Time
 }
 
 // Manager discovers md arrays and reports and changes their state. It
@@ -45,6 +48,7 @@ type Manager struct {
 	// reads runs member reads with a deadline; it remembers only the
 	// reads still running (see readGate).
 	reads *readGate
+	now   func() time.Time // the clock: Config.Now
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -77,7 +81,10 @@ func Open(cfg *Config) (*Manager, error) {
 	if c.MountInfo == "" {
 		c.MountInfo = blockdev.DefaultMountInfo
 	}
-	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout)}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see

@@ -190,36 +190,20 @@ func (w *watcher) loadRecords(ctx context.Context) *md.Records {
 	return rs
 }
 
-// record saves the records of healthy arrays in r.
+// record saves the records of healthy arrays in r (md.Manager.Record)
+// and reports SlotRecorded for each record that is new or changed.
 func (w *watcher) record(ctx context.Context, r *md.Report, rs *md.Records) []Event {
-	var out []Event
-	dirty := false
-	for i := range r.Arrays {
-		a := &r.Arrays[i]
-		rec, err := md.NewRecord(*a, r.Time)
-		if err != nil {
-			continue
-		}
-		old, ok := rs.Find(rec.UUID)
-		if ok && old.SameSlots(rec) {
-			if len(old.Slots) > 0 && r.Time.Sub(old.Slots[0].LastHealthy) < w.o.RecordRefresh {
-				continue
-			}
-			rs.Put(rec)
-			dirty = true
-			continue
-		}
-		rs.Put(rec)
-		dirty = true
-		w.o.Logger.Info("recording slots", "array", a.Device, "uuid", a.UUID)
-		out = append(out, arrayEvent(SlotRecorded, a, r.Time))
-	}
-	if !dirty {
-		return nil
-	}
-	if err := w.o.Store.Save(ctx, rs); err != nil {
+	res, err := w.m.Record(ctx, md.RecordOptions{Store: w.o.Store, Report: r, Records: rs, Refresh: w.o.RecordRefresh})
+	if err != nil {
 		w.o.Logger.Error("saving slot records", "err", err)
 		return nil
+	}
+	var out []Event
+	for i := range res.Arrays {
+		if ra := &res.Arrays[i]; ra.Changed {
+			w.o.Logger.Info("recording slots", "array", ra.Array.Device, "uuid", ra.Array.UUID)
+			out = append(out, arrayEvent(SlotRecorded, &ra.Array, r.Time))
+		}
 	}
 	return out
 }
