@@ -19,12 +19,8 @@ type FailCmd struct {
 
 // Run marks the member faulty. It refuses (exit 2) when the array would
 // not survive without it.
-func (c *FailCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	if err := m.Fail(context.Background(), c.Array, c.Member); err != nil {
+func (c *FailCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	if err := m.Fail(ctx, c.Array, c.Member); err != nil {
 		return primitiveError(err)
 	}
 	fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", escape.Text(c.Array), escape.Text(c.Member))

@@ -21,19 +21,14 @@ type HealCmd struct {
 	Array  string `name:"array" placeholder:"UUID" help:"Only this array (UUID or kernel name)."`
 	DryRun bool   `name:"dry-run" help:"Decide and plan, write nothing."`
 	JSON   bool   `name:"json" help:"Print the decisions as a JSON array."`
-	RunDir string `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files live."`
 }
 
 // Run makes one heal pass and prints every decision with its reason.
 // Exit codes: 0 the pass ran (whatever it decided), 1 the system could not
 // be read, 2 the records are missing or cannot be trusted (nothing was
 // done), 3 adding a disk failed.
-func (c *HealCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	ds, err := m.Heal(context.Background(), md.HealOptions{
+func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	ds, err := m.Heal(ctx, md.HealOptions{
 		Store:  store.NewFile(c.Store),
 		Array:  c.Array,
 		DryRun: c.DryRun,

@@ -1,26 +1,34 @@
 // Command mdctl inspects and manages Linux MD software RAID arrays.
 //
 // Each subcommand is a struct in its own file with a Run method; main only
-// parses the command line and runs the selected command.
+// parses the command line, builds the one md.Manager (from the global
+// flags) and the one context (cancelled by SIGINT or SIGTERM) that
+// commands receive, and runs the selected command.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/willabides/kongplete"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 // Globals are the flags every command takes.
 type Globals struct {
 	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted."`
 	Dev     string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
+	RunDir  string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
 	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
 
@@ -93,6 +101,12 @@ func checkIDs(uid, euid, gid, egid int) error {
 
 // run parses args and runs the command; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
+	return runAt(args, stdout, stderr, exit, nil)
+}
+
+// runAt is run with the clock that dates reports (md.Config.Now; nil for
+// time.Now): tests pin it.
+func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() time.Time) int {
 	if err := checkIDs(os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()); err != nil {
 		fmt.Fprintf(stderr, "mdctl: error: %v\n", err)
 		return 1
@@ -112,6 +126,19 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 		parser.FatalIfErrorf(err)
 		return 1 // exit was replaced (tests) and returned
 	}
+	// One context for every command: SIGINT or SIGTERM cancels it, and
+	// a second signal ends mdctl as it did before.
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-sigCtx.Done(); stop() }()
+	ctx.BindTo(sigCtx, (*context.Context)(nil))
+	// One Manager, built only for the commands that take one (examine
+	// and completion read no system and take any --sysfs).
+	if err := ctx.BindSingletonProvider(func() (*md.Manager, error) {
+		return openManager(ctx, &cli.Globals, now)
+	}); err != nil {
+		panic(err) // a malformed provider: a programming error
+	}
 	err = ctx.Run(&cli.Globals)
 	var q *quietExit
 	if errors.As(err, &q) {
@@ -127,6 +154,20 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 		return 1
 	}
 	return 0
+}
+
+// openManager builds the Manager from the global flags. A system that
+// cannot be opened exits 1, or 4 for status (as mdadm --detail --test).
+func openManager(k *kong.Context, g *Globals, now func() time.Time) (*md.Manager, error) {
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: g.RunDir, Now: now})
+	if err != nil {
+		code := exitFailure
+		if n := k.Selected(); n != nil && n.Name == "status" {
+			code = exitUnreadable
+		}
+		return nil, &exitError{code: code, msg: err.Error()}
+	}
+	return m, nil
 }
 
 // printLine prints one line of text output, escaped (escape.Text): the

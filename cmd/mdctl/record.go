@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -25,67 +23,34 @@ type RecordCmd struct {
 // store. Arrays that are not fully healthy are skipped with the reason;
 // if one of the named arrays is skipped the exit status is 2. A store that
 // exists but cannot be trusted is not overwritten (exit 2).
-func (c *RecordCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	ctx := context.Background()
-	st := store.NewFile(c.Store)
-	rs, err := st.Load(ctx)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		rs = &md.Records{}
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion):
-		return &exitError{code: exitRefused, msg: err.Error() + " (not overwritten; move it away to start afresh)"}
-	case err != nil:
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	r, err := m.Discover(ctx)
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	arrays := r.Arrays
-	if len(c.Arrays) > 0 {
-		arrays = nil
-		for _, name := range c.Arrays {
-			kname, err := m.Resolve(name)
-			if err != nil {
-				return &exitError{code: exitFailure, msg: err.Error()}
-			}
-			for _, a := range r.Arrays {
-				if a.Device == kname {
-					arrays = append(arrays, a)
-				}
-			}
-		}
-	}
-	now := time.Now()
-	recorded, skipped := 0, 0
-	for _, a := range arrays {
-		rec, err := md.NewRecord(a, now)
-		if err != nil {
+func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	res, err := m.Record(ctx, md.RecordOptions{Store: store.NewFile(c.Store), Arrays: c.Arrays})
+	skipped := 0
+	for _, ra := range res.Arrays {
+		a, rec := ra.Array, ra.Record
+		if ra.Err != nil {
+			reason := ra.Err.Error()
 			var ne *md.NotRecordableError
-			if errors.As(err, &ne) {
-				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(ne.Reason))
-			} else {
-				fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(err.Error()))
+			if errors.As(ra.Err, &ne) {
+				reason = ne.Reason
 			}
+			fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(reason))
 			skipped++
 			continue
 		}
-		rs.Put(rec)
-		recorded++
 		fmt.Fprintf(k.Stdout, "%s: recorded %s (%s, %d slots, UUID %s):\n", escape.Text(a.Device), displayName(a), escape.Text(rec.Level), rec.RaidDisks, escape.Text(rec.UUID))
 		for _, s := range rec.Slots {
 			fmt.Fprintf(k.Stdout, "  slot %d: %s\n", s.Slot, describeSlot(s))
 		}
 	}
-	if recorded > 0 {
-		if err := st.Save(ctx, rs); err != nil {
-			return &exitError{code: exitFailure, msg: err.Error()}
-		}
-		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(rs.Arrays), escape.Text(c.Store))
+	switch {
+	case res.Records == nil && (errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrVersion)):
+		return &exitError{code: exitRefused, msg: err.Error() + " (not overwritten; move it away to start afresh)"}
+	case err != nil:
+		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if res.Saved {
+		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(res.Records.Arrays), escape.Text(c.Store))
 	}
 	if skipped > 0 && len(c.Arrays) > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of the named arrays not recorded", skipped)}

@@ -18,12 +18,8 @@ type RemoveCmd struct {
 
 // Run removes the member. A member that still holds a slot is refused
 // (exit 2): fail it first.
-func (c *RemoveCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	if err := m.Remove(context.Background(), c.Array, c.Member); err != nil {
+func (c *RemoveCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	if err := m.Remove(ctx, c.Array, c.Member); err != nil {
 		return primitiveError(err)
 	}
 	fmt.Fprintf(k.Stdout, "%s: %s removed.\n", escape.Text(c.Array), escape.Text(c.Member))

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -30,29 +27,19 @@ const (
 type ReplaceCmd struct {
 	Array  string `arg:"" help:"The array (md127, /dev/md127, /dev/md/boot or a name)."`
 	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk."`
-	Slot   int    `name:"slot" default:"-1" placeholder:"N" help:"The slot to fill; needed when several slots are empty."`
+	Slot   *int   `name:"slot" placeholder:"N" help:"The slot to fill; needed when several slots are empty."`
 	Member string `name:"member" placeholder:"OLD" help:"The old member: a faulty member to remove first, or with --hot the live member to replace."`
 	DryRun bool   `name:"dry-run" help:"Print the plan and every check; write nothing."`
 	Wait   bool   `name:"wait" help:"Follow the rebuild until the new member is in sync (Ctrl-C stops waiting, not the rebuild)."`
 	Hot    bool   `name:"hot" help:"Replace a live member (--member) while it stays in service; it is removed once the copy is complete (with --wait)."`
-	RunDir string `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files live."`
 }
 
 // Run plans the replace, prints the plan on --dry-run or on refusal, and
 // otherwise carries it out. Exit codes: 0 done, 1 error, 2 refused
 // (nothing written), 3 failed after a change (the message says what was
 // left).
-func (c *ReplaceCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	req := md.ReplaceRequest{Array: c.Array, With: c.With, Member: c.Member, Hot: c.Hot}
-	if c.Slot >= 0 || k.Args != nil && hasFlag(k.Args, "--slot") {
-		n := c.Slot
-		req.Slot = &n
-	}
-	ctx := context.Background()
+func (c *ReplaceCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	req := md.ReplaceRequest{Array: c.Array, With: c.With, Slot: c.Slot, Member: c.Member, Hot: c.Hot}
 	p, err := m.PlanReplace(ctx, req)
 	if p != nil && (c.DryRun || err != nil) {
 		printPlan(k.Stdout, p)
@@ -77,18 +64,7 @@ func (c *ReplaceCmd) Run(k *kong.Context, g *Globals) error {
 	if c.Hot {
 		w.Replaced = res.Plan.Replace.Device
 	}
-	return waitAndReport(k, m, w)
-}
-
-// hasFlag reports whether args name the flag (so that --slot -1 is
-// passed on and refused rather than ignored).
-func hasFlag(args []string, flag string) bool {
-	for _, a := range args {
-		if a == flag || strings.HasPrefix(a, flag+"=") {
-			return true
-		}
-	}
-	return false
+	return waitAndReport(ctx, k, m, w)
 }
 
 // replaceError maps the library's errors to exit codes.
@@ -158,9 +134,7 @@ func progressPrinter(w io.Writer) func(md.Array) {
 
 // waitAndReport follows the rebuild and checks the array's health after.
 // Ctrl-C stops the waiting only.
-func waitAndReport(k *kong.Context, m *md.Manager, w md.WaitRequest) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func waitAndReport(ctx context.Context, k *kong.Context, m *md.Manager, w md.WaitRequest) error {
 	a, err := m.WaitReplace(ctx, w)
 	fmt.Fprintln(k.Stderr)
 	if errors.Is(err, context.Canceled) {

@@ -18,12 +18,8 @@ type RunCmd struct {
 // Run starts an inactive array with the members it has (RUN_ARRAY), the
 // last resort for an array assembled one member short. It refuses (exit
 // 2) a running array or one with too few members.
-func (c *RunCmd) Run(k *kong.Context, g *Globals) error {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	if err := m.Run(context.Background(), c.Array); err != nil {
+func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	if err := m.Run(ctx, c.Array); err != nil {
 		return primitiveError(err)
 	}
 	fmt.Fprintf(k.Stdout, "%s: started.\n", escape.Text(c.Array))

@@ -37,7 +37,7 @@ func statusExitCode(r *md.Report, readErr error) int {
 	for _, a := range r.Arrays {
 		c := exitHealthy
 		switch {
-		case a.State == "" && len(a.Errors) > 0:
+		case !a.Readable():
 			c = exitUnreadable
 		case a.Availability == md.Failed || a.Availability == md.Inactive:
 			c = exitFailed

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -27,7 +25,6 @@ type WatchCmd struct {
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
 	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
 	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
-	RunDir string         `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files of heal live."`
 }
 
 // execTimeout bounds one run of the --exec program.
@@ -35,13 +32,9 @@ const execTimeout = time.Minute
 
 // Run reports events until SIGINT or SIGTERM. Events go to stdout, one
 // per line; the watcher's log (decisions, errors) goes to stderr.
-func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
+func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.Heal && c.Store == "" {
 		return &exitError{code: exitFailure, msg: "--heal needs --store"}
-	}
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: c.RunDir})
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	var logger *slog.Logger
 	if c.JSON {
@@ -53,8 +46,6 @@ func (c *WatchCmd) Run(k *kong.Context, g *Globals) error {
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	events, err := watch.Start(ctx, m, opts)
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
