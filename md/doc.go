@@ -50,5 +50,24 @@
 // records current and heal as it goes. It is built on this package's
 // exported API ([Manager.Discover], [Manager.Heal], [NewRecord]).
 //
+// # Errors
+//
+// An operation either goes ahead or is refused. A refusal wrote nothing
+// and changed nothing: it matches [ErrRefused], and is a [*RefusedError]
+// whose fields say which operation (Op: replace, fail, remove, run, heal),
+// on which array and member, and why, and which unwraps to the specific
+// cause, so that errors.Is(err, ErrNoEmptySlot), errors.Is(err,
+// unix.EBUSY) or errors.As(err, &notBlank) still work. Refusals are: a
+// check this package makes before writing (the planner's, the
+// primitives', heal's), a name that matches no array or several, a held
+// lock or an unsafe run directory ([LockedError] matches ErrRefused by
+// itself), a plan that changed before the executor wrote anything
+// ([ErrPlanChanged]), and a kernel that answers EBUSY to a single change
+// (fail, remove), which therefore did not happen. Everything else is a
+// failure: the system could not be read, or a change went wrong after
+// it started. [*ExecError] is the executor's failure; its NothingChanged
+// field says whether anything stays changed, and it never matches
+// ErrRefused.
+//
 // Kernel documentation: https://docs.kernel.org/admin-guide/md.html.
 package md

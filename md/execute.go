@@ -143,7 +143,7 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 		return nil, fmt.Errorf("%w: %w", ErrPlanChanged, err)
 	}
 	if d := planDiff(p, q); d != "" {
-		return nil, fmt.Errorf("%w: %s", ErrPlanChanged, d)
+		return nil, refuse("replace", p.Array, p.req.Member, fmt.Errorf("%w: %s", ErrPlanChanged, d))
 	}
 
 	x := &execution{m: m, p: q, key: key}

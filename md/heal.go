@@ -69,7 +69,8 @@ type Decision struct {
 }
 
 // Reasons heal refuses a slot by itself, before asking the replace
-// planner. Decision.Err wraps one of them.
+// planner. Decision.Err is then a *RefusedError (matching ErrRefused)
+// that wraps one of them.
 var (
 	// ErrNoRecord: the array has no slot record; heal never acts on an
 	// array it has not seen healthy.
@@ -182,7 +183,7 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 		// more than one array carries is refused.
 		kname, err := m.Resolve(opts.Array)
 		if err != nil {
-			return nil, err
+			return nil, refuseLookup("heal", opts.Array, "", err)
 		}
 		var keep []Array
 		for _, a := range r.Arrays {
@@ -191,7 +192,7 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 			}
 		}
 		if len(keep) == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoArray, escape.Text(opts.Array))
+			return nil, refuse("heal", opts.Array, "", fmt.Errorf("%w: %s", ErrNoArray, escape.Text(opts.Array)))
 		}
 		one := *r // the caller's Report stays as it was
 		one.Arrays = keep
@@ -402,6 +403,9 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			continue
 		}
 		whole := func(o Outcome, err error) {
+			if o == OutcomeRefused {
+				err = refuse("heal", a.Device, "", err)
+			}
 			out = append(out, Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: o, Reason: err.Error(), Err: err})
 		}
 		switch a.Availability {
@@ -477,6 +481,7 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 				chosen = s.Slot
 			}
 			if d.Err != nil {
+				d.Err = refuse("heal", a.Device, "", d.Err)
 				d.Reason = d.Err.Error()
 			}
 			out = append(out, d)

@@ -17,10 +17,6 @@ import (
 // about an array and a candidate disk into a Plan or a typed refusal. It
 // reads nothing and writes nothing.
 
-// ErrRefused is matched by every *RefusedError: the planner refused and
-// nothing was written.
-var ErrRefused = errors.New("md: replace refused")
-
 // Refusal reasons. A *RefusedError wraps exactly one of them (or, for a
 // disk that is not blank, a *NotBlankError), so errors.Is(err,
 // ErrNoEmptySlot) and errors.As(err, &notBlank) both work.
@@ -78,27 +74,6 @@ var (
 	// with EBUSY, but only after the new superblock was written).
 	ErrMemberUnknown = errors.New("md: a bound member's descriptor number is unknown")
 )
-
-// RefusedError is the planner's refusal: which check failed and why.
-// It matches ErrRefused, and unwraps to the reason's sentinel (or to a
-// *NotBlankError).
-type RefusedError struct {
-	Array  string
-	Check  string
-	Reason string
-	Err    error
-}
-
-// Error says which array and why; nothing was written.
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("md: refusing to replace in %s: %s", e.Array, e.Reason)
-}
-
-// Unwrap returns the reason.
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrRefused.
-func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // CheckStatus is the outcome of one planner check.
 type CheckStatus string
@@ -342,7 +317,7 @@ func (pl *planner) fail(name string, err error, format string, args ...any) {
 	reason := fmt.Sprintf(format, args...)
 	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckFail, Reason: reason})
 	if pl.first == nil {
-		pl.first = &RefusedError{Array: pl.p.Array, Check: name, Reason: reason, Err: err}
+		pl.first = &RefusedError{Op: "replace", Array: pl.p.Array, Check: name, Reason: reason, Err: err}
 	}
 }
 
@@ -541,7 +516,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		// A check that did not run is never a pass.
 		for _, ck := range p.Checks {
 			if ck.Status == CheckSkip {
-				pl.first = &RefusedError{Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: ErrUnknownFact}
+				pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: ErrUnknownFact}
 				break
 			}
 		}
@@ -785,7 +760,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		}
 		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: CheckFail, Reason: reason})
 		if pl.first == nil {
-			pl.first = &RefusedError{Array: p.Array, Check: checkBlank, Reason: notBlankReason(c, reason), Err: other[0]}
+			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: checkBlank, Reason: notBlankReason(c, reason), Err: other[0]}
 		}
 	case resumeAdded:
 		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run; the rest of the disk is blank")

@@ -94,20 +94,21 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 // member is a kernel name or a device path. It refuses, writing nothing,
 // with an error matching ErrWouldFail when the array would not survive
 // without the member; if the kernel refuses anyway (EBUSY) the error
-// matches both ErrWouldFail and unix.EBUSY. Failing a faulty member again
-// does nothing.
+// matches both ErrWouldFail and unix.EBUSY. Every refusal is a
+// *RefusedError matching ErrRefused. Failing a faulty member again does
+// nothing.
 func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	name, err := m.Resolve(array)
 	if err != nil {
-		return err
+		return refuseLookup("fail", array, member, err)
 	}
 	s := m.read(name)
 	ms, err := decideFail(s, m.memberName(member))
 	if err != nil {
-		return err
+		return refuse("fail", name, member, err)
 	}
 	if ms.state.Has(sysfs.FlagFaulty) {
 		return nil
@@ -118,7 +119,7 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	}
 	if err := m.ops.k.SetFaulty(name, dev); err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("%w: the kernel refused to fail %s: %w", ErrWouldFail, ms.Device, err)
+			return refuse("fail", name, member, fmt.Errorf("%w: the kernel refused to fail %s: %w", ErrWouldFail, ms.Device, err))
 		}
 		return fmt.Errorf("md: failing %s in %s: %w", ms.Device, name, err)
 	}
@@ -143,19 +144,20 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 // array that is not running (ENODEV) it writes "remove" to the member's
 // sysfs state instead. A member that still holds a slot is refused with
 // ErrMemberActive; the kernel's EBUSY (a rebuild running) is returned
-// wrapped, matching unix.EBUSY.
+// wrapped, matching unix.EBUSY. Both are refusals: *RefusedError,
+// matching ErrRefused.
 func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	name, err := m.Resolve(array)
 	if err != nil {
-		return err
+		return refuseLookup("remove", array, member, err)
 	}
 	s := m.read(name)
 	ms, err := decideRemove(s, m.memberName(member))
 	if err != nil {
-		return err
+		return refuse("remove", name, member, err)
 	}
 	dev := ms.DevNum
 	if dev.IsZero() {
@@ -170,7 +172,7 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	}
 	if err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("md: the kernel refused to remove %s from %s (busy: still in a slot, or a rebuild is running): %w", ms.Device, name, err)
+			return refuse("remove", name, member, fmt.Errorf("md: the kernel refused to remove %s from %s (busy: still in a slot, or a rebuild is running): %w", ms.Device, name, err))
 		}
 		return fmt.Errorf("md: removing %s from %s: %w", ms.Device, name, err)
 	}
@@ -211,17 +213,18 @@ func countTrue(v []bool) int {
 // Run starts an assembled, inactive array with the members it has
 // (RUN_ARRAY), as mdadm --run does: the last resort for an array that
 // was assembled one member short. It refuses with ErrArrayRunning for a
-// running array and ErrNotEnough when the members cannot serve the data.
+// running array and ErrNotEnough when the members cannot serve the data,
+// each in a *RefusedError matching ErrRefused.
 func (m *Manager) Run(ctx context.Context, array string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	name, err := m.Resolve(array)
 	if err != nil {
-		return err
+		return refuseLookup("run", array, "", err)
 	}
 	if err := decideRun(m.read(name)); err != nil {
-		return err
+		return refuse("run", name, "", err)
 	}
 	if err := m.ops.k.RunArray(name); err != nil {
 		return fmt.Errorf("md: starting %s: %w", name, err)

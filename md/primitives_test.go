@@ -89,6 +89,7 @@ func TestPrimitivesCallKernel(t *testing.T) {
 	r2.k.fail = r.k.fail
 	err = r2.m.Remove(ctx, "md0", "vdb")
 	c.Check(err, qt.ErrorIs, unix.EBUSY)
+	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(r2.k.Calls(), qt.HasLen, removeTries)
 
 	r3 := newReplaceRig(t, "raid5-inactive")

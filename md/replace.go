@@ -72,7 +72,7 @@ func (m *Manager) planReplace(ctx context.Context, req ReplaceRequest, devUUID u
 	}
 	name, err := m.Resolve(req.Array)
 	if err != nil {
-		return nil, err
+		return nil, refuseLookup("replace", req.Array, req.Member, err)
 	}
 	f := m.arrayFacts(name, req.Member)
 	f.freeze = m.staleFreeze(snapshotUUID(f.s), false)
