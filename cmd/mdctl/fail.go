@@ -28,13 +28,10 @@ func (c *FailCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 }
 
 // primitiveError maps fail/remove/run errors to exit codes: refusals
-// (nothing written) exit 2.
+// (md.ErrRefused: nothing written) exit 2.
 func primitiveError(err error) error {
-	for _, r := range []error{md.ErrWouldFail, md.ErrNoMember, md.ErrMemberActive, md.ErrArrayRunning,
-		md.ErrNotEnough, md.ErrArrayInactive, md.ErrNoArray} {
-		if errors.Is(err, r) {
-			return &exitError{code: exitRefused, msg: err.Error()}
-		}
+	if errors.Is(err, md.ErrRefused) {
+		return &exitError{code: exitRefused, msg: err.Error()}
 	}
 	return &exitError{code: exitFailure, msg: err.Error()}
 }

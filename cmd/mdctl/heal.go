@@ -25,8 +25,8 @@ type HealCmd struct {
 
 // Run makes one heal pass and prints every decision with its reason.
 // Exit codes: 0 the pass ran (whatever it decided), 1 the system could not
-// be read, 2 the records are missing or cannot be trusted (nothing was
-// done), 3 adding a disk failed.
+// be read, 2 refused: the records are missing or cannot be trusted, or
+// --array names no array (nothing was done), 3 adding a disk failed.
 func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	ds, err := m.Heal(ctx, md.HealOptions{
 		Store:  store.NewFile(c.Store),
@@ -34,7 +34,7 @@ func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		DryRun: c.DryRun,
 	})
 	switch {
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion), errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, md.ErrRefused), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion), errors.Is(err, fs.ErrNotExist):
 		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was done)"}
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}

@@ -53,7 +53,7 @@ func TestHealCLI(t *testing.T) {
 	c.Assert(ds[0]["by_path"], qt.Equals, "pci-0000:00:11.0")
 
 	code, _, errOut = runCLI(t, append(flags, "heal", "--store", store, "--array", "nope")...)
-	c.Assert(code, qt.Equals, exitFailure)
+	c.Assert(code, qt.Equals, exitRefused)
 	c.Assert(errOut, qt.Contains, "no such array: nope")
 
 	// A missing or damaged store: refused, nothing done.

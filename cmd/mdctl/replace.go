@@ -79,7 +79,7 @@ func replaceError(err error) error {
 			return &exitError{code: exitRefused, msg: err.Error()}
 		}
 		return &exitError{code: exitPartial, msg: err.Error()}
-	case errors.Is(err, md.ErrRefused), errors.Is(err, md.ErrLocked), errors.Is(err, md.ErrPlanChanged):
+	case errors.Is(err, md.ErrRefused):
 		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was written)"}
 	}
 	return &exitError{code: exitFailure, msg: err.Error()}

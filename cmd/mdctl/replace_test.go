@@ -95,6 +95,7 @@ func TestReplaceErrorExitCodes(t *testing.T) {
 	c.Check(xe.code, qt.Equals, exitRefused)
 	c.Check(xe.msg, qt.Not(qt.Contains), "(nothing was written)")
 
-	c.Assert(errors.As(replaceError(fmt.Errorf("%w: slot", md.ErrPlanChanged)), &xe), qt.IsTrue)
+	changedSince := &md.RefusedError{Op: "replace", Array: "md0", Err: fmt.Errorf("%w: slot", md.ErrPlanChanged)}
+	c.Assert(errors.As(replaceError(changedSince), &xe), qt.IsTrue)
 	c.Check(xe.code, qt.Equals, exitRefused)
 }
