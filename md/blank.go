@@ -17,19 +17,19 @@ var (
 	// ErrNotBlank means a disk carries something recognisable and must
 	// not be written.
 	ErrNotBlank = errors.New("md: disk is not blank")
-	// ErrHasMDSuperblock means an md superblock magic, valid or not, at
+	// errHasMDSuperblock means an md superblock magic, valid or not, at
 	// one of the four superblock locations.
-	ErrHasMDSuperblock = errors.New("md: disk carries an md superblock")
-	// ErrHasPartitionTable means an MBR, a protective MBR or a GPT header
+	errHasMDSuperblock = errors.New("md: disk carries an md superblock")
+	// errHasPartitionTable means an MBR, a protective MBR or a GPT header
 	// (primary or backup), or partitions the kernel knows about.
-	ErrHasPartitionTable = errors.New("md: disk carries a partition table")
-	// ErrHasSignature means a file system, volume manager, encryption,
+	errHasPartitionTable = errors.New("md: disk carries a partition table")
+	// errHasSignature means a file system, volume manager, encryption,
 	// swap or cache signature.
-	ErrHasSignature = errors.New("md: disk carries a file system or volume signature")
-	// ErrHasData means no known signature, but the first or last 4 MiB,
+	errHasSignature = errors.New("md: disk carries a file system or volume signature")
+	// errHasData means no known signature, but the first or last 4 MiB,
 	// or one of the 64 sampled blocks, hold data: not all one of the fill
 	// bytes 0x00, 0x5a or 0xff.
-	ErrHasData = errors.New("md: disk carries data")
+	errHasData = errors.New("md: disk carries data")
 )
 
 // BlankKind says what kind of content made a disk not blank.
@@ -64,13 +64,13 @@ func (e *NotBlankError) Is(target error) bool {
 	switch target {
 	case ErrNotBlank:
 		return true
-	case ErrHasMDSuperblock:
+	case errHasMDSuperblock:
 		return e.Kind == KindMDSuperblock
-	case ErrHasPartitionTable:
+	case errHasPartitionTable:
 		return e.Kind == KindPartitionTable
-	case ErrHasSignature:
+	case errHasSignature:
 		return e.Kind == KindSignature
-	case ErrHasData:
+	case errHasData:
 		return e.Kind == KindData
 	}
 	return false
@@ -81,8 +81,8 @@ var _ error = (*NotBlankError)(nil)
 // CheckBlank decides whether the device r of size bytes is blank: whether
 // it may be written without destroying anything someone might still
 // want. It returns nil for a blank disk, a *NotBlankError for the first
-// finding (matching ErrNotBlank and one of ErrHasMDSuperblock,
-// ErrHasPartitionTable, ErrHasSignature or ErrHasData), or the I/O error
+// finding (matching ErrNotBlank and one of errHasMDSuperblock,
+// errHasPartitionTable, errHasSignature or errHasData), or the I/O error
 // that kept it from deciding. A read error is never taken as blank.
 //
 // # The blank rule

@@ -42,7 +42,7 @@ func TestChooseDevNumberKernel(t *testing.T) {
 		{name: "1.2 unreadable superblock, kernel asked", fixture: "raid1-v1.2", edit: []func(*snapshot){unreadable("vdb")},
 			kernel: map[uint32]sysfs.DevNum{0: vda, 1: vdb}, want: 2},
 		{name: "1.2 unreadable superblock, kernel not asked", fixture: "raid1-v1.2", edit: []func(*snapshot){unreadable("vdb")},
-			wantErr: ErrMemberUnknown},
+			wantErr: errMemberUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

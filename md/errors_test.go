@@ -24,13 +24,13 @@ func TestPrimitiveRefusalsMatchErrRefused(t *testing.T) {
 		want    error
 	}{
 		{name: "fail the last in-sync member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: ErrWouldFail},
-		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: ErrNoMember},
-		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: ErrArrayInactive},
+		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: errNoMember},
+		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: errArrayInactive},
 		{name: "fail in no array", fixture: "raid1-v1.2", op: "fail", array: "md9", member: "vda", want: ErrNoArray},
-		{name: "remove an in-sync member", fixture: "raid1-v1.2", op: "remove", member: "vda", want: ErrMemberActive},
-		{name: "remove a non-member", fixture: "raid1-v1.2", op: "remove", member: "vdq", want: ErrNoMember},
+		{name: "remove an in-sync member", fixture: "raid1-v1.2", op: "remove", member: "vda", want: errMemberActive},
+		{name: "remove a non-member", fixture: "raid1-v1.2", op: "remove", member: "vdq", want: errNoMember},
 		{name: "remove from no array", fixture: "raid1-v1.2", op: "remove", array: "md9", member: "vdb", want: ErrNoArray},
-		{name: "run a running array", fixture: "raid1-v1.2", op: "run", want: ErrArrayRunning},
+		{name: "run a running array", fixture: "raid1-v1.2", op: "run", want: errArrayRunning},
 		{name: "run no array", fixture: "raid1-v1.2", op: "run", array: "md9", want: ErrNoArray},
 	}
 	for _, tt := range tests {
@@ -118,10 +118,10 @@ func TestHealRefusalsMatchErrRefused(t *testing.T) {
 		ports map[string][]string
 		want  error
 	}{
-		{report(mirrorMissing()), &Records{}, port1, ErrNoRecord},
-		{report(mirrorMissing()), mirror, map[string][]string{}, ErrPortEmpty},
-		{report(mirrorMissing()), mirror, map[string][]string{byPathOf(1): {"vdd", "vdc"}}, ErrPortAmbiguous},
-		{report(withAvail(mirrorMissing(), Failed)), mirror, port1, ErrHealState},
+		{report(mirrorMissing()), &Records{}, port1, errNoRecord},
+		{report(mirrorMissing()), mirror, map[string][]string{}, errPortEmpty},
+		{report(mirrorMissing()), mirror, map[string][]string{byPathOf(1): {"vdd", "vdc"}}, errPortAmbiguous},
+		{report(withAvail(mirrorMissing(), Failed)), mirror, port1, errHealState},
 		{report(mirrorRecovering(10)), mirror, port1, ErrHealDeferred},
 	} {
 		ds := decideHeal(tt.r, tt.rs, tt.ports, "/dev")

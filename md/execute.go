@@ -18,12 +18,12 @@ var (
 	// ErrPlanChanged means the array or the candidate changed between
 	// planning and execution; nothing was written.
 	ErrPlanChanged = errors.New("md: the array or the disk changed since the plan was made")
-	// ErrReadBack means what was read back after writing the new
+	// errReadBack means what was read back after writing the new
 	// superblock differs from what was written.
-	ErrReadBack = errors.New("md: read-back differs from what was written")
-	// ErrVerify means every step ran but the array does not look as
+	errReadBack = errors.New("md: read-back differs from what was written")
+	// errVerify means every step ran but the array does not look as
 	// planned afterwards.
-	ErrVerify = errors.New("md: replace did not take effect as planned")
+	errVerify = errors.New("md: replace did not take effect as planned")
 )
 
 // ExecError reports a replace that failed after it started changing the
@@ -75,7 +75,7 @@ type StepTiming struct {
 
 // ExecuteReplace carries out a plan from PlanReplace:
 //
-//  1. it takes the array's exclusive lock (an error matching ErrLocked if
+//  1. it takes the array's exclusive lock (an error matching errLocked if
 //     another replace holds it);
 //  2. re-reads the array and the candidate and plans again, failing with
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
@@ -245,7 +245,7 @@ func (x *execution) step(k StepKind) error {
 			return err
 		}
 		if act != sysfs.ActionIdle && act != sysfs.ActionRecover {
-			return fmt.Errorf("%w: sync_action is %q", ErrArrayBusy, act)
+			return fmt.Errorf("%w: sync_action is %q", errArrayBusy, act)
 		}
 		// Recorded first, so that a death right after the freeze still
 		// leaves a record (freeze.go).
@@ -361,11 +361,11 @@ func (x *execution) check() error {
 		return err
 	}
 	if !rd.Valid || int(rd.Value.Current) != p.raidDisks {
-		return fmt.Errorf("%w: raid_disks is %v, was %d", ErrVerify, rd, p.raidDisks)
+		return fmt.Errorf("%w: raid_disks is %v, was %d", errVerify, rd, p.raidDisks)
 	}
 	mem, err := a.Member(p.Candidate.Device)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not a member: %w", ErrVerify, p.Candidate.Device, err)
+		return fmt.Errorf("%w: %s is not a member: %w", errVerify, p.Candidate.Device, err)
 	}
 	slot, err := mem.Slot()
 	if err != nil {
@@ -376,13 +376,13 @@ func (x *execution) check() error {
 		return err
 	}
 	if int(slot) != p.Slot {
-		return fmt.Errorf("%w: %s holds slot %v, not %d", ErrVerify, p.Candidate.Device, slot, p.Slot)
+		return fmt.Errorf("%w: %s holds slot %v, not %d", errVerify, p.Candidate.Device, slot, p.Slot)
 	}
 	if st.Has(sysfs.FlagFaulty) {
-		return fmt.Errorf("%w: %s is faulty", ErrVerify, p.Candidate.Device)
+		return fmt.Errorf("%w: %s is faulty", errVerify, p.Candidate.Device)
 	}
 	if p.Hot && !st.Has(sysfs.FlagReplacement) && !st.Has(sysfs.FlagInSync) {
-		return fmt.Errorf("%w: %s is %s, not the replacement of slot %d", ErrVerify, p.Candidate.Device, st, p.Slot)
+		return fmt.Errorf("%w: %s is %s, not the replacement of slot %d", errVerify, p.Candidate.Device, st, p.Slot)
 	}
 	act, err := a.SyncAction()
 	if err != nil {
@@ -395,7 +395,7 @@ func (x *execution) check() error {
 	case act == sysfs.ActionIdle && st.Has(sysfs.FlagInSync):
 		return nil
 	}
-	return fmt.Errorf("%w: sync_action is %q and %s is %s; recovery into slot %d has not started", ErrVerify, act, p.Candidate.Device, st, p.Slot)
+	return fmt.Errorf("%w: sync_action is %q and %s is %s; recovery into slot %d has not started", errVerify, act, p.Candidate.Device, st, p.Slot)
 }
 
 // failed turns a step's error into an *ExecError describing what is left,

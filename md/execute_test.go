@@ -120,7 +120,7 @@ func TestExecuteReplaceLocked(t *testing.T) {
 	unlock, err := lockArray(r.m.ops.runDir, p.UUID)
 	c.Assert(err, qt.IsNil)
 	_, err = r.m.ExecuteReplace(context.Background(), p)
-	c.Check(err, qt.ErrorIs, ErrLocked)
+	c.Check(err, qt.ErrorIs, errLocked)
 	c.Check(err, qt.ErrorIs, ErrRefused) // nothing was written
 	var le *LockedError
 	c.Assert(errors.As(err, &le), qt.IsTrue)
@@ -141,7 +141,7 @@ func TestExecuteReplacePlanChanged(t *testing.T) {
 	c.Assert(os.WriteFile(r.k.attr(r.name, "sync_action"), []byte("check\n"), 0o644), qt.IsNil)
 	_, err = r.m.ExecuteReplace(context.Background(), p)
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
-	c.Check(err, qt.ErrorIs, ErrArrayBusy)
+	c.Check(err, qt.ErrorIs, errArrayBusy)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 
 	// A filesystem appeared on the candidate.
@@ -153,7 +153,7 @@ func TestExecuteReplacePlanChanged(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	_, err = r.m.ExecuteReplace(context.Background(), p)
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
-	c.Check(err, qt.ErrorIs, ErrHasSignature)
+	c.Check(err, qt.ErrorIs, errHasSignature)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 }
 
@@ -218,7 +218,7 @@ func TestExecuteReplaceVerifyFails(t *testing.T) {
 	r, path := replaceOn(t, "raid1-degraded-missing")
 	r.k.recover = "" // sync_action stays idle, the member a spare
 	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
-	c.Assert(err, qt.ErrorIs, ErrVerify)
+	c.Assert(err, qt.ErrorIs, errVerify)
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepVerify)
@@ -245,7 +245,7 @@ func TestExecuteReplaceConcurrent(t *testing.T) {
 		if err == nil {
 			ok++
 		} else {
-			c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
+			c.Check(errors.Is(err, errLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
 			t.Log(err)
 		}
 	}

@@ -221,7 +221,7 @@ func (m *Manager) thawStale(array, key string) (string, error) {
 		return "", nil
 	}
 	unlock, err := lockArray(m.ops.runDir, key)
-	if errors.Is(err, ErrLocked) {
+	if errors.Is(err, errLocked) {
 		return "", nil
 	}
 	if err != nil {

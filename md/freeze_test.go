@@ -105,7 +105,7 @@ func TestRerunAdoptsStaleFreeze(t *testing.T) {
 
 	// Without a record: someone else froze it.
 	_, err := r.m.PlanReplace(ctx, req)
-	c.Assert(err, qt.ErrorIs, ErrArrayBusy)
+	c.Assert(err, qt.ErrorIs, errArrayBusy)
 	c.Assert(err, qt.ErrorMatches, ".*frozen by someone else.*")
 
 	// A record whose replace still runs (it holds the lock): still busy.
@@ -113,7 +113,7 @@ func TestRerunAdoptsStaleFreeze(t *testing.T) {
 	unlock, err := lockArray(r.m.ops.runDir, uuid)
 	c.Assert(err, qt.IsNil)
 	_, err = r.m.PlanReplace(ctx, req)
-	c.Assert(err, qt.ErrorIs, ErrArrayBusy)
+	c.Assert(err, qt.ErrorIs, errArrayBusy)
 	unlock()
 
 	// The replace died: the rerun adopts the freeze.
@@ -140,7 +140,7 @@ func TestStaleFreezeWrittenOtherDisk(t *testing.T) {
 	r, path, uuid := frozenRig(t)
 	c.Assert(writeFreeze(r.m.ops.runDir, uuid, deadRecord(r, uuid, "/dev/vdq", "253:99", true)), qt.IsNil)
 	_, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
-	c.Assert(err, qt.ErrorIs, ErrArrayBusy)
+	c.Assert(err, qt.ErrorIs, errArrayBusy)
 	c.Assert(err, qt.ErrorMatches, `.*interrupted replace \(process 999999, .*\) that wrote a spare superblock on /dev/vdq; run that replace again with /dev/vdq to finish it, or, if that disk is gone, run mdctl heal to undo the freeze`)
 	c.Assert(r.k.Calls(), qt.HasLen, 0)
 }

@@ -72,32 +72,32 @@ type Decision struct {
 // planner. Decision.Err is then a *RefusedError (matching ErrRefused)
 // that wraps one of them.
 var (
-	// ErrNoRecord: the array has no slot record; heal never acts on an
+	// errNoRecord: the array has no slot record; heal never acts on an
 	// array it has not seen healthy.
-	ErrNoRecord = errors.New("md: no slot record for the array")
-	// ErrRecordMismatch: the array's level, metadata or number of slots
+	errNoRecord = errors.New("md: no slot record for the array")
+	// errRecordMismatch: the array's level, metadata or number of slots
 	// differ from its record (it was reshaped or re-created); heal never
 	// grows or changes an array. Record it again once healthy.
-	ErrRecordMismatch = errors.New("md: array does not match its slot record")
-	// ErrRecordHost: the array now names another homehost than its
+	errRecordMismatch = errors.New("md: array does not match its slot record")
+	// errRecordHost: the array now names another homehost than its
 	// record: it lives on another host now, or was re-created there.
-	ErrRecordHost = errors.New("md: array belongs to another host than its slot record")
-	// ErrPortClaimed: the slot's recorded port is claimed by another
+	errRecordHost = errors.New("md: array belongs to another host than its slot record")
+	// errPortClaimed: the slot's recorded port is claimed by another
 	// slot record too (of this array or another), so the disk found
 	// there may belong to either; heal fills neither from it.
-	ErrPortClaimed = errors.New("md: port claimed by two slot records")
-	// ErrNoRecordedPort: the slot's member had no by-path identity.
-	ErrNoRecordedPort = errors.New("md: no port recorded for the slot")
-	// ErrPortEmpty: no disk is in the recorded port (yet).
-	ErrPortEmpty = errors.New("md: no disk in the recorded port")
-	// ErrPortAmbiguous: several block devices claim the port.
-	ErrPortAmbiguous = errors.New("md: several disks in the recorded port")
-	// ErrPortChanged: the disk in the port changed between the plan and
+	errPortClaimed = errors.New("md: port claimed by two slot records")
+	// errNoRecordedPort: the slot's member had no by-path identity.
+	errNoRecordedPort = errors.New("md: no port recorded for the slot")
+	// errPortEmpty: no disk is in the recorded port (yet).
+	errPortEmpty = errors.New("md: no disk in the recorded port")
+	// errPortAmbiguous: several block devices claim the port.
+	errPortAmbiguous = errors.New("md: several disks in the recorded port")
+	// errPortChanged: the disk in the port changed between the plan and
 	// the add.
-	ErrPortChanged = errors.New("md: the disk in the port changed")
-	// ErrHealState: the array is not running, has failed, or is
+	errPortChanged = errors.New("md: the disk in the port changed")
+	// errHealState: the array is not running, has failed, or is
 	// read-only.
-	ErrHealState = errors.New("md: array cannot be healed in its state")
+	errHealState = errors.New("md: array cannot be healed in its state")
 	// ErrHealDeferred: the array is busy (a sync runs or is frozen, a
 	// spare is waiting, or another slot is healed first); a later pass
 	// tries again.
@@ -148,8 +148,8 @@ type HealHistory struct {
 // enough), the replace executor adds it. Heal never grows an array, never
 // touches a disk that is not blank, never uses a disk in another port, and
 // never acts on an array without a record. A record whose array now names
-// another homehost (ErrRecordHost), and a port that two slot records
-// claim (ErrPortClaimed), are refused with the reason. One slot per array is healed
+// another homehost (errRecordHost), and a port that two slot records
+// claim (errPortClaimed), are refused with the reason. One slot per array is healed
 // per pass; the next waits until the recovery ends.
 //
 // Every decision is returned and logged. Heal fails, acting on nothing,
@@ -317,7 +317,7 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 	}
 	m.fill(ctx, cfg.filler, d, cfg.dryRun)
 	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
-		errors.Is(d.Err, ErrLocked) || errors.Is(d.Err, ErrPlanChanged) {
+		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) {
 		return // nothing written: the next pass decides afresh
 	}
 	d.Reason += "; not retried until the disk or the array changes"
@@ -349,7 +349,7 @@ func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bo
 	// refused there, having written nothing.
 	if err := f.executeFill(ctx, p); err != nil {
 		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
-		if errors.Is(err, ErrPortChanged) {
+		if errors.Is(err, errPortChanged) {
 			d.Outcome = OutcomeRefused
 		}
 		return
@@ -413,25 +413,25 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			whole(OutcomeSkipped, errors.New("not degraded"))
 			continue
 		case Inactive:
-			whole(OutcomeRefused, fmt.Errorf("%w: not running", ErrHealState))
+			whole(OutcomeRefused, fmt.Errorf("%w: not running", errHealState))
 			continue
 		case Failed:
-			whole(OutcomeRefused, fmt.Errorf("%w: it has failed; a rebuild cannot restore it", ErrHealState))
+			whole(OutcomeRefused, fmt.Errorf("%w: it has failed; a rebuild cannot restore it", errHealState))
 			continue
 		}
 		rec, ok := rs.Find(a.UUID)
 		if !ok || a.UUID == "" {
-			whole(OutcomeRefused, fmt.Errorf("%w: record %s while it is healthy first", ErrNoRecord, a.Device))
+			whole(OutcomeRefused, fmt.Errorf("%w: record %s while it is healthy first", errNoRecord, a.Device))
 			continue
 		}
 		if rec.Level != a.Level || rec.RaidDisks != a.RaidDisks || rec.Metadata != storable(a.Metadata) {
 			whole(OutcomeRefused, fmt.Errorf("%w: array is %s, metadata %s, %d slots; record says %s, metadata %s, %d slots",
-				ErrRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
+				errRecordMismatch, a.Level, a.Metadata, a.RaidDisks, rec.Level, rec.Metadata, rec.RaidDisks))
 			continue
 		}
 		if rec.Homehost != storable(a.Homehost) { // stored as NewRecord stores it
 			whole(OutcomeRefused, fmt.Errorf("%w: the array's homehost is %q, its record says %q; record it again on this host once healthy",
-				ErrRecordHost, a.Homehost, rec.Homehost))
+				errRecordHost, a.Homehost, rec.Homehost))
 			continue
 		}
 		if k := a.Activity.Kind; k == sysfs.ActionFrozen && a.Freeze != nil {
@@ -461,14 +461,14 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			others := claims[sr.ByPath]
 			switch {
 			case sr.ByPath == "":
-				d.Err = fmt.Errorf("%w: slot %d's member %s had no by-path identity", ErrNoRecordedPort, s.Slot, sr.Device)
+				d.Err = fmt.Errorf("%w: slot %d's member %s had no by-path identity", errNoRecordedPort, s.Slot, sr.Device)
 			case len(others) > 1:
-				d.Err = fmt.Errorf("%w: %s is recorded for %s", ErrPortClaimed, sr.ByPath, strings.Join(others, " and "))
+				d.Err = fmt.Errorf("%w: %s is recorded for %s", errPortClaimed, sr.ByPath, strings.Join(others, " and "))
 			case len(devs) == 0:
-				d.Err = fmt.Errorf("%w: nothing in %s", ErrPortEmpty, sr.ByPath)
+				d.Err = fmt.Errorf("%w: nothing in %s", errPortEmpty, sr.ByPath)
 			case len(devs) > 1:
 				sort.Strings(devs)
-				d.Err = fmt.Errorf("%w: %s in %s", ErrPortAmbiguous, strings.Join(devs, ", "), sr.ByPath)
+				d.Err = fmt.Errorf("%w: %s in %s", errPortAmbiguous, strings.Join(devs, ", "), sr.ByPath)
 			case chosen >= 0:
 				d.Device, d.Disk = devs[0], path.Join(devRoot, devs[0])
 				d.Err = fmt.Errorf("%w: slot %d is healed first, one at a time", ErrHealDeferred, chosen)

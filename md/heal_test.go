@@ -77,33 +77,33 @@ func TestDecideHeal(t *testing.T) {
 		{"faulty member still in the slot: try the disk in its port", report(faultyInSlot), mirror, port1,
 			[]string{"md127 1 try vdc"}, nil},
 		{"no record", report(mirrorMissing()), &Records{}, port1,
-			[]string{"md127 -1 refused"}, ErrNoRecord},
+			[]string{"md127 -1 refused"}, errNoRecord},
 		{"record of another array", report(mirrorMissing()), recordsOf(t, raid6()), port1,
-			[]string{"md127 -1 refused"}, ErrNoRecord},
+			[]string{"md127 -1 refused"}, errNoRecord},
 		{"port empty", report(mirrorMissing()), mirror, map[string][]string{byPathOf(0): {"vda"}},
-			[]string{"md127 1 refused"}, ErrPortEmpty},
+			[]string{"md127 1 refused"}, errPortEmpty},
 		{"blank disk only in another port: not used", report(mirrorMissing()), mirror,
 			map[string][]string{byPathOf(0): {"vda"}, byPathOf(5): {"vdz"}},
-			[]string{"md127 1 refused"}, ErrPortEmpty},
+			[]string{"md127 1 refused"}, errPortEmpty},
 		{"two devices claim the port", report(mirrorMissing()), mirror,
 			map[string][]string{byPathOf(1): {"vdd", "vdc"}},
-			[]string{"md127 1 refused"}, ErrPortAmbiguous},
+			[]string{"md127 1 refused"}, errPortAmbiguous},
 		{"no port recorded (a record no store would load)", report(mirrorMissing()), func() *Records {
 			rs := recordsOf(t, mirrorHealthy())
 			rs.Arrays[0].Slots[1].ByPath = ""
 			return rs
-		}(), port1, []string{"md127 1 refused"}, ErrNoRecordedPort},
+		}(), port1, []string{"md127 1 refused"}, errNoRecordedPort},
 		{"grown since the record: never", report(func() Array {
 			a := healthyArray(3)
 			a.Availability, a.Degraded = Degraded, 1
 			a.Slots[2] = Slot{Slot: 2, State: SlotMissing}
 			return a
-		}()), mirror, port1, []string{"md127 -1 refused"}, ErrRecordMismatch},
+		}()), mirror, port1, []string{"md127 -1 refused"}, errRecordMismatch},
 		{"level changed since the record", report(func() Array {
 			a := mirrorMissing()
 			a.Level = "raid5"
 			return a
-		}()), mirror, port1, []string{"md127 -1 refused"}, ErrRecordMismatch},
+		}()), mirror, port1, []string{"md127 -1 refused"}, errRecordMismatch},
 		{"recovery running: deferred", report(mirrorRecovering(10)), mirror, port1,
 			[]string{"md127 -1 refused"}, ErrHealDeferred},
 		{"frozen: deferred", report(withActivity(mirrorMissing(), sysfs.ActionFrozen, 0)), mirror, port1,
@@ -116,15 +116,15 @@ func TestDecideHeal(t *testing.T) {
 		{"a spare is waiting: deferred", report(withSpare(mirrorMissing(), "spare")), mirror, port1,
 			[]string{"md127 -1 refused"}, ErrHealDeferred},
 		{"failed array: never", report(withAvail(mirrorMissing(), Failed)), mirror, port1,
-			[]string{"md127 -1 refused"}, ErrHealState},
+			[]string{"md127 -1 refused"}, errHealState},
 		{"inactive array: never", report(withAvail(mirrorMissing(), Inactive)), mirror, port1,
-			[]string{"md127 -1 refused"}, ErrHealState},
+			[]string{"md127 -1 refused"}, errHealState},
 		{"two missing slots: one at a time", report(raid6Missing2()), recordsOf(t, raid6()),
 			map[string][]string{byPathOf(1): {"vdx"}, byPathOf(3): {"vdy"}},
 			[]string{"md127 1 try vdx", "md127 3 refused vdy"}, nil},
 		{"two missing, first port empty: the second is tried", report(raid6Missing2()), recordsOf(t, raid6()),
 			map[string][]string{byPathOf(3): {"vdy"}},
-			[]string{"md127 1 refused", "md127 3 try vdy"}, ErrPortEmpty},
+			[]string{"md127 1 refused", "md127 3 try vdy"}, errPortEmpty},
 		{"cleared array is ignored", report(withState(mirrorMissing(), "clear")), mirror, port1, nil, nil},
 	}
 	for _, tt := range tests {
@@ -200,8 +200,8 @@ func TestHealPass(t *testing.T) {
 			want:   OutcomeRefused, planned: true, err: ErrNotBlank},
 		{name: "executor fails", port: "0000:00:11.0", filler: fakeFiller{failing: errors.New("EBUSY")},
 			want: OutcomeFailed, planned: true},
-		{name: "disk in another port: untouched", port: "0000:00:15.0", want: OutcomeRefused, err: ErrPortEmpty},
-		{name: "no disk", want: OutcomeRefused, err: ErrPortEmpty},
+		{name: "disk in another port: untouched", port: "0000:00:15.0", want: OutcomeRefused, err: errPortEmpty},
+		{name: "no disk", want: OutcomeRefused, err: errPortEmpty},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestHealStore(t *testing.T) {
 	ds, err = m.Heal(ctx, HealOptions{Store: &s})
 	c.Assert(err, qt.IsNil)
 	c.Assert(ds, qt.HasLen, 1)
-	c.Assert(ds[0].Err, qt.ErrorIs, ErrNoRecord)
+	c.Assert(ds[0].Err, qt.ErrorIs, errNoRecord)
 
 	_, err = m.Heal(ctx, HealOptions{Store: &s, Array: "md9"})
 	c.Assert(err, qt.ErrorIs, ErrNoArray)
@@ -358,7 +358,7 @@ func TestHealGivenSnapshot(t *testing.T) {
 	ds, err := m.Heal(ctx, HealOptions{Records: &Records{}})
 	c.Assert(err, qt.IsNil)
 	c.Assert(ds, qt.HasLen, 1)
-	c.Check(ds[0].Err, qt.ErrorIs, ErrNoRecord)
+	c.Check(ds[0].Err, qt.ErrorIs, errNoRecord)
 
 	// The Report given is decided on, not a fresh snapshot: here the
 	// array is shown healthy, so there is nothing to do.

@@ -209,7 +209,7 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 		return &notWrittenError{fmt.Errorf("%w: %s now has %d-byte logical blocks, the plan was made for %d", ErrPlanChanged, path, lbs, w.LBS)}
 	}
 	if w.MaxLBS <= 0 || lbs > w.MaxLBS {
-		return &notWrittenError{fmt.Errorf("%w: %w: %s has %d-byte logical blocks, the array %d", ErrPlanChanged, ErrCandidateBlockSize, path, lbs, w.MaxLBS)}
+		return &notWrittenError{fmt.Errorf("%w: %w: %s has %d-byte logical blocks, the array %d", ErrPlanChanged, errCandidateBlockSize, path, lbs, w.MaxLBS)}
 	}
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -402,7 +402,7 @@ func readBack(f *os.File, regions []region) error {
 			return fmt.Errorf("reading back %s: %w", r.What, err)
 		}
 		if !bytes.Equal(got, r.Data) {
-			return fmt.Errorf("%w: %s at byte %d", ErrReadBack, r.What, r.Off)
+			return fmt.Errorf("%w: %s at byte %d", errReadBack, r.What, r.Off)
 		}
 	}
 	return nil

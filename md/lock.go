@@ -14,11 +14,11 @@ import (
 // DefaultRunDir is where per-array lock files live.
 const DefaultRunDir = "/run/mdraid"
 
-// ErrLocked means another replace holds the array's lock.
-var ErrLocked = errors.New("md: another replace is running on this array")
+// errLocked means another replace holds the array's lock.
+var errLocked = errors.New("md: another replace is running on this array")
 
 // LockedError says which lock is held, and by which process when known.
-// It matches ErrLocked.
+// It matches errLocked.
 type LockedError struct {
 	Path string
 	PID  int // 0 when unknown
@@ -27,14 +27,14 @@ type LockedError struct {
 // Error names the lock file and its holder.
 func (e *LockedError) Error() string {
 	if e.PID > 0 {
-		return fmt.Sprintf("%v (lock %s held by process %d)", ErrLocked, e.Path, e.PID)
+		return fmt.Sprintf("%v (lock %s held by process %d)", errLocked, e.Path, e.PID)
 	}
-	return fmt.Sprintf("%v (lock %s)", ErrLocked, e.Path)
+	return fmt.Sprintf("%v (lock %s)", errLocked, e.Path)
 }
 
-// Is reports whether target is ErrLocked or ErrRefused: nothing was
+// Is reports whether target is errLocked or ErrRefused: nothing was
 // written when the lock is held.
-func (e *LockedError) Is(target error) bool { return target == ErrLocked || target == ErrRefused }
+func (e *LockedError) Is(target error) bool { return target == errLocked || target == ErrRefused }
 
 // ErrUnsafeRunDir is matched by the error for a run directory, or a lock
 // file in it, that someone other than us could have planted: lock files

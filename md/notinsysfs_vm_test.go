@@ -72,7 +72,7 @@ func TestVMReplaceCandidateNotInSysfs(t *testing.T) {
 	_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path})
 	t.Logf("replace with a disk sysfs does not know: %v", err)
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 	// The blank scan ran all the same, and found the file system.
 	p, err := m.PlanReplace(ctx, ReplaceRequest{Array: md, With: cand.Path})
 	c.Check(err, qt.ErrorIs, ErrRefused)

@@ -21,58 +21,58 @@ import (
 // disk that is not blank, a *NotBlankError), so errors.Is(err,
 // ErrNoEmptySlot) and errors.As(err, &notBlank) both work.
 var (
-	// ErrUnsupportedArray: the array has no redundancy (raid0, linear),
+	// errUnsupportedArray: the array has no redundancy (raid0, linear),
 	// external metadata (IMSM, DDF: its metadata handler manages members)
 	// or is clustered (md-cluster: the cluster manages members).
-	ErrUnsupportedArray = errors.New("md: array level or metadata cannot take a replacement")
-	// ErrArrayInactive: the array is assembled but not running.
-	ErrArrayInactive = errors.New("md: array is not running")
-	// ErrArrayFailed: the array has lost data; a rebuild cannot help.
-	ErrArrayFailed = errors.New("md: array has failed")
-	// ErrArrayReadOnly: the array is read-only; the kernel refuses new
+	errUnsupportedArray = errors.New("md: array level or metadata cannot take a replacement")
+	// errArrayInactive: the array is assembled but not running.
+	errArrayInactive = errors.New("md: array is not running")
+	// errArrayFailed: the array has lost data; a rebuild cannot help.
+	errArrayFailed = errors.New("md: array has failed")
+	// errArrayReadOnly: the array is read-only; the kernel refuses new
 	// members.
-	ErrArrayReadOnly = errors.New("md: array is read-only")
-	// ErrArrayBusy: a resync, recovery, check, repair, reshape or
+	errArrayReadOnly = errors.New("md: array is read-only")
+	// errArrayBusy: a resync, recovery, check, repair, reshape or
 	// replacement is running or pending, or recovery is frozen by someone
 	// else. One change at a time.
-	ErrArrayBusy = errors.New("md: array is busy")
+	errArrayBusy = errors.New("md: array is busy")
 	// ErrNoEmptySlot: every slot holds a healthy member; the new disk
 	// would only become a spare.
 	ErrNoEmptySlot = errors.New("md: array has no empty or faulty slot")
-	// ErrSlotAmbiguous: several slots are empty and none was named.
-	ErrSlotAmbiguous = errors.New("md: several slots are empty; name one")
-	// ErrSlotInvalid: the named slot is out of range or held by a healthy
+	// errSlotAmbiguous: several slots are empty and none was named.
+	errSlotAmbiguous = errors.New("md: several slots are empty; name one")
+	// errSlotInvalid: the named slot is out of range or held by a healthy
 	// member.
-	ErrSlotInvalid = errors.New("md: slot cannot be filled")
-	// ErrMemberInvalid: the named old member is not in the array, or not
+	errSlotInvalid = errors.New("md: slot cannot be filled")
+	// errMemberInvalid: the named old member is not in the array, or not
 	// in the state the operation needs (faulty for a replace, in sync for a
 	// hot replace).
-	ErrMemberInvalid = errors.New("md: member cannot be replaced")
-	// ErrNotBlockDevice: the candidate is not a block device.
-	ErrNotBlockDevice = errors.New("md: candidate is not a block device")
-	// ErrCandidateMember: the candidate is an md array or a member of one.
-	ErrCandidateMember = errors.New("md: candidate is an array or an array member")
-	// ErrCandidateBusy: the candidate is mounted, has holders, is opened
+	errMemberInvalid = errors.New("md: member cannot be replaced")
+	// errNotBlockDevice: the candidate is not a block device.
+	errNotBlockDevice = errors.New("md: candidate is not a block device")
+	// errCandidateMember: the candidate is an md array or a member of one.
+	errCandidateMember = errors.New("md: candidate is an array or an array member")
+	// errCandidateBusy: the candidate is mounted, has holders, is opened
 	// exclusively by someone else, or is read-only.
-	ErrCandidateBusy = errors.New("md: candidate is in use")
-	// ErrCandidateTooSmall: the candidate cannot hold the data offset,
+	errCandidateBusy = errors.New("md: candidate is in use")
+	// errCandidateTooSmall: the candidate cannot hold the data offset,
 	// the component size and the metadata the array needs.
-	ErrCandidateTooSmall = errors.New("md: candidate is too small")
-	// ErrCandidateBlockSize: the candidate's logical block size is larger
+	errCandidateTooSmall = errors.New("md: candidate is too small")
+	// errCandidateBlockSize: the candidate's logical block size is larger
 	// than the array's. The kernel would raise the array's (6.1) or keep
 	// it over a member that cannot address it (7.2); either way
 	// anything addressed in the array's sectors, such as a GPT inside a
 	// boot mirror, breaks.
-	ErrCandidateBlockSize = errors.New("md: candidate's logical block size exceeds the array's")
-	// ErrUnknownFact: a fact the decision needs could not be established
+	errCandidateBlockSize = errors.New("md: candidate's logical block size exceeds the array's")
+	// errUnknownFact: a fact the decision needs could not be established
 	// (the candidate is not in sysfs, could not be read, ...). It is a
 	// refusal, never a pass.
-	ErrUnknownFact = errors.New("md: a fact the decision needs could not be established")
-	// ErrMemberUnknown: a member that stays bound has no readable
+	errUnknownFact = errors.New("md: a fact the decision needs could not be established")
+	// errMemberUnknown: a member that stays bound has no readable
 	// superblock, so its descriptor number is unknown and the new
 	// member's number could collide with it (the kernel refuses that
 	// with EBUSY, but only after the new superblock was written).
-	ErrMemberUnknown = errors.New("md: a bound member's descriptor number is unknown")
+	errMemberUnknown = errors.New("md: a bound member's descriptor number is unknown")
 )
 
 // CheckStatus is the outcome of one planner check.
@@ -361,13 +361,13 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	case unreadFacts(s, "level", "metadata_version") != "":
 		pl.skip(checkArray, "could not read "+unreadFacts(s, "level", "metadata_version"))
 	case s.metadata.Kind != sysfs.MetadataNative:
-		pl.fail(checkArray, ErrUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
+		pl.fail(checkArray, errUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
 	case clustered != "":
-		pl.fail(checkArray, ErrUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
+		pl.fail(checkArray, errUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
 	case f.bitmap != nil && f.bitmap.Version == superblock.BitmapMajorLockless:
-		pl.fail(checkArray, ErrUnsupportedArray, "the array has a lockless bitmap (llbitmap, bitmap version %d, Linux 6.18+): its layout differs from the classic bitmap's, so a new member's bitmap cannot be made from it", superblock.BitmapMajorLockless)
+		pl.fail(checkArray, errUnsupportedArray, "the array has a lockless bitmap (llbitmap, bitmap version %d, Linux 6.18+): its layout differs from the classic bitmap's, so a new member's bitmap cannot be made from it", superblock.BitmapMajorLockless)
 	case !lvl.Redundant():
-		pl.fail(checkArray, ErrUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
+		pl.fail(checkArray, errUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
 	default:
 		pl.pass(checkArray, "%s with %s metadata", a.Level, s.metadata.Raw)
 	}
@@ -375,11 +375,11 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	case unreadFacts(s, "array_state", "degraded") != "":
 		pl.skip(checkRunning, "could not read "+unreadFacts(s, "array_state", "degraded"))
 	case a.Availability == Inactive:
-		pl.fail(checkRunning, ErrArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
+		pl.fail(checkRunning, errArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
 	case a.Availability == Failed:
-		pl.fail(checkRunning, ErrArrayFailed, "array has failed (state %q): too few in-sync members to rebuild from", a.State)
+		pl.fail(checkRunning, errArrayFailed, "array has failed (state %q): too few in-sync members to rebuild from", a.State)
 	case s.state == sysfs.StateReadonly:
-		pl.fail(checkRunning, ErrArrayReadOnly, "array is read-only")
+		pl.fail(checkRunning, errArrayReadOnly, "array is read-only")
 	default:
 		pl.pass(checkRunning, "array is %s (state %q)", a.Availability, a.State)
 	}
@@ -443,7 +443,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		idleUnknown = "sync_action: no value"
 	}
 	if busy != "" {
-		pl.fail(checkIdle, ErrArrayBusy, "%s%s", busy, advice)
+		pl.fail(checkIdle, errArrayBusy, "%s%s", busy, advice)
 	} else if idleUnknown != "" {
 		pl.skip(checkIdle, "could not read "+idleUnknown)
 	} else if p.adopted != nil {
@@ -463,20 +463,20 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 	switch {
 	case req.Hot && f.member == "":
-		pl.fail(checkMember, ErrMemberInvalid, "a hot replace needs the member to replace (--member)")
+		pl.fail(checkMember, errMemberInvalid, "a hot replace needs the member to replace (--member)")
 	case f.member == "":
 		pl.pass(checkMember, "none named")
 	case old == nil && !req.Hot && (p.Resume != ResumeNone || oursOnDisk(f, c)):
 		pl.pass(checkMember, "%s is no longer bound: removed by the interrupted run", f.member)
 	case old == nil:
-		pl.fail(checkMember, ErrMemberInvalid, "%s is not a member of %s", f.member, s.name)
+		pl.fail(checkMember, errMemberInvalid, "%s is not a member of %s", f.member, s.name)
 	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Has(sysfs.FlagFaulty) || old.Slot < 0):
-		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
+		pl.fail(checkMember, errMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
 	case req.Hot:
 		p.Replace = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
 		pl.pass(checkMember, "%s is in sync in slot %d", old.Device, old.Slot)
 	case !old.state.Has(sysfs.FlagFaulty):
-		pl.fail(checkMember, ErrMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
+		pl.fail(checkMember, errMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
 	default:
 		p.Remove = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
 		pl.pass(checkMember, "%s is faulty and will be removed", old.Device)
@@ -516,7 +516,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		// A check that did not run is never a pass.
 		for _, ck := range p.Checks {
 			if ck.Status == CheckSkip {
-				pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: ErrUnknownFact}
+				pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: errUnknownFact}
 				break
 			}
 		}
@@ -563,7 +563,7 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 	p := pl.p
 	if p.Resume == ResumePinned {
 		if req.Slot != nil && *req.Slot != p.pinned {
-			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but the interrupted run pinned %s to slot %d", *req.Slot, p.Candidate.Device, p.pinned)
+			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but the interrupted run pinned %s to slot %d", *req.Slot, p.Candidate.Device, p.pinned)
 			return
 		}
 		p.Slot = p.pinned
@@ -579,7 +579,7 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 		case old == nil || old.Slot < 0:
 			pl.skip(checkSlot, "no in-sync member to replace")
 		case req.Slot != nil && *req.Slot != old.Slot:
-			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but %s holds slot %d", *req.Slot, old.Device, old.Slot)
+			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", *req.Slot, old.Device, old.Slot)
 		default:
 			p.Slot = old.Slot
 			pl.pass(checkSlot, "slot %d, held by %s until the copy completes", p.Slot, old.Device)
@@ -596,11 +596,11 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 		n := *req.Slot
 		switch {
 		case n < 0 || n >= a.RaidDisks:
-			pl.fail(checkSlot, ErrSlotInvalid, "slot %d is out of range: the array has slots 0 to %d", n, a.RaidDisks-1)
+			pl.fail(checkSlot, errSlotInvalid, "slot %d is out of range: the array has slots 0 to %d", n, a.RaidDisks-1)
 		case a.Slots[n].State != SlotMissing && a.Slots[n].State != SlotFaulty:
-			pl.fail(checkSlot, ErrSlotInvalid, "slot %d is %s (%s), not empty or faulty", n, a.Slots[n].State, a.Slots[n].Member.Device)
+			pl.fail(checkSlot, errSlotInvalid, "slot %d is %s (%s), not empty or faulty", n, a.Slots[n].State, a.Slots[n].Member.Device)
 		case old != nil && old.Slot >= 0 && old.Slot != n:
-			pl.fail(checkSlot, ErrSlotInvalid, "slot %d was named, but %s holds slot %d", n, old.Device, old.Slot)
+			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", n, old.Device, old.Slot)
 		default:
 			p.Slot = n
 			pl.pass(checkSlot, "slot %d (named) is %s", n, a.Slots[n].State)
@@ -614,7 +614,7 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 	case len(empty) == 0:
 		pl.fail(checkSlot, ErrNoEmptySlot, "all %d slots hold healthy members; the disk would only become a spare", a.RaidDisks)
 	case len(empty) > 1:
-		pl.fail(checkSlot, ErrSlotAmbiguous, "slots %s are empty; name one with --slot", joinInts(empty))
+		pl.fail(checkSlot, errSlotAmbiguous, "slots %s are empty; name one with --slot", joinInts(empty))
 	default:
 		p.Slot = empty[0]
 		pl.pass(checkSlot, "slot %d is the only empty slot", p.Slot)
@@ -641,17 +641,17 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	case c.Image:
 		pl.pass(checkBlockDev, "%s is an image file (allowed for tests)", c.Path)
 	case c.statErr != nil:
-		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s: %v", c.Path, c.statErr)
+		pl.fail(checkBlockDev, errNotBlockDevice, "%s: %v", c.Path, c.statErr)
 	case c.Error != "":
-		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s: %s", c.Path, c.Error)
+		pl.fail(checkBlockDev, errNotBlockDevice, "%s: %s", c.Path, c.Error)
 	default:
-		pl.fail(checkBlockDev, ErrNotBlockDevice, "%s is not a block device", c.Path)
+		pl.fail(checkBlockDev, errNotBlockDevice, "%s is not a block device", c.Path)
 	}
 	if want := p.req.ByPath; want != "" {
 		// Heal names the port it found the disk in; the executor's final
 		// plan, under the lock, checks it again.
 		if c.ByPath != want {
-			pl.fail(checkPort, ErrPortChanged, "%s is now at %q, not in %s", c.Path, c.ByPath, want)
+			pl.fail(checkPort, errPortChanged, "%s is now at %q, not in %s", c.Path, c.ByPath, want)
 		} else {
 			pl.pass(checkPort, "%s is at %s", c.Path, want)
 		}
@@ -665,17 +665,17 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	resumeAdded := p.Resume.member()
 	switch {
 	case c.sysfsErr != nil:
-		pl.fail(checkNotMember, ErrUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
+		pl.fail(checkNotMember, errUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
 	case c.IsArray:
-		pl.fail(checkNotMember, ErrCandidateMember, "%s is an md array itself", c.Path)
+		pl.fail(checkNotMember, errCandidateMember, "%s is an md array itself", c.Path)
 	case len(c.StackedOn) > 0:
-		pl.fail(checkNotMember, ErrCandidateMember, "%s is built on %s", c.Path, strings.Join(c.StackedOn, "; "))
+		pl.fail(checkNotMember, errCandidateMember, "%s is built on %s", c.Path, strings.Join(c.StackedOn, "; "))
 	case resumeAdded:
 		pl.pass(checkNotMember, "%s is the spare an interrupted run added to %s; it will be resumed", c.Device, s.name)
 	case bound != nil:
-		pl.fail(checkNotMember, ErrCandidateMember, "%s is already a member of %s (%s)", c.Device, s.name, bound.state)
+		pl.fail(checkNotMember, errCandidateMember, "%s is already a member of %s (%s)", c.Device, s.name, bound.state)
 	case len(c.MemberOf) > 0:
-		pl.fail(checkNotMember, ErrCandidateMember, "%s is a member of %s", c.Device, strings.Join(c.MemberOf, ", "))
+		pl.fail(checkNotMember, errCandidateMember, "%s is a member of %s", c.Device, strings.Join(c.MemberOf, ", "))
 	default:
 		pl.pass(checkNotMember, "not a member of any array")
 	}
@@ -697,11 +697,11 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	}
 	switch {
 	case len(inUse) > 0:
-		pl.fail(checkNotInUse, ErrCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
+		pl.fail(checkNotInUse, errCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
 	case c.sysfsErr != nil:
-		pl.fail(checkNotInUse, ErrUnknownFact, "cannot tell whether %s is held or has partitions: it is not in sysfs (%v)", c.Path, c.sysfsErr)
+		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is held or has partitions: it is not in sysfs (%v)", c.Path, c.sysfsErr)
 	case c.busyErr != nil:
-		pl.fail(checkNotInUse, ErrUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
+		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
 	default:
 		pl.pass(checkNotInUse, "not mounted, no holders, not opened exclusively")
 	}
@@ -710,11 +710,11 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 
 	switch {
 	case c.lbsErr != nil || c.LogicalBlockSize <= 0:
-		pl.fail(checkBlockSize, ErrUnknownFact, "cannot tell the logical block size of %s: %v", c.Path, c.lbsErr)
+		pl.fail(checkBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", c.Path, c.lbsErr)
 	case f.lbsErr != nil || f.lbs <= 0:
-		pl.fail(checkBlockSize, ErrUnknownFact, "cannot tell the logical block size of %s: %v", s.name, f.lbsErr)
+		pl.fail(checkBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", s.name, f.lbsErr)
 	case c.LogicalBlockSize > f.lbs:
-		pl.fail(checkBlockSize, ErrCandidateBlockSize, "%s has %d-byte logical blocks, %s %d-byte ones: anything on %s addressed in %d-byte sectors would break",
+		pl.fail(checkBlockSize, errCandidateBlockSize, "%s has %d-byte logical blocks, %s %d-byte ones: anything on %s addressed in %d-byte sectors would break",
 			c.Path, c.LogicalBlockSize, s.name, f.lbs, s.name, f.lbs)
 	default:
 		pl.pass(checkBlockSize, "%d-byte logical blocks (the array's are %d)", c.LogicalBlockSize, f.lbs)
@@ -732,7 +732,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		if c.scanErr != nil {
 			why = c.scanErr.Error()
 		}
-		pl.fail(checkBlank, ErrUnknownFact, "cannot tell whether %s is blank: %s", c.Path, why)
+		pl.fail(checkBlank, errUnknownFact, "cannot tell whether %s is blank: %s", c.Path, why)
 		return
 	}
 	ours := resumeAdded || oursOnDisk(f, c)
@@ -744,7 +744,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 	}
 	if ours && len(other) == 0 {
 		if !c.residueKnown {
-			pl.fail(checkBlank, ErrUnknownFact, "cannot tell whether %s is blank outside its md superblock area", c.Path)
+			pl.fail(checkBlank, errUnknownFact, "cannot tell whether %s is blank outside its md superblock area", c.Path)
 			return
 		}
 		other = c.residue
@@ -869,7 +869,7 @@ func usedDevNumbers(s *snapshot, removing string) (used map[uint32]bool, known b
 func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version, removing string) (uint32, error) {
 	used, known := usedDevNumbers(s, removing)
 	if !known {
-		return 0, ErrMemberUnknown
+		return 0, errMemberUnknown
 	}
 	limit := uint32(superblock.MaxDev1)
 	if v == superblock.Version090 {
@@ -895,7 +895,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	p := pl.p
 	src := cloneSource(f.s)
 	if src == nil {
-		pl.fail(checkSource, ErrArrayFailed, "no in-sync member with a readable superblock to clone")
+		pl.fail(checkSource, errArrayFailed, "no in-sync member with a readable superblock to clone")
 		pl.skip(checkSize, "no superblock to size against")
 		return
 	}
@@ -918,7 +918,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		return
 	}
 	if src.sb.HasBitmap() && f.bitmap == nil {
-		pl.fail(checkSource, ErrArrayFailed, "cannot read the bitmap of %s: %v", src.Device, f.bitmapErr)
+		pl.fail(checkSource, errArrayFailed, "cannot read the bitmap of %s: %v", src.Device, f.bitmapErr)
 		return
 	}
 	pl.pass(checkSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
@@ -932,7 +932,7 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	}
 	if c.SizeBytes <= 0 {
 		// An empty removable device, for one: nothing fits on it.
-		pl.fail(checkSize, ErrCandidateTooSmall, "%s has no capacity (%d bytes)", c.Path, c.SizeBytes)
+		pl.fail(checkSize, errCandidateTooSmall, "%s has no capacity (%d bytes)", c.Path, c.SizeBytes)
 		return
 	}
 	var n uint32
@@ -948,24 +948,24 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		if p.Remove != nil {
 			removing = p.Remove.Device
 		}
-		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version, removing); errors.Is(err, ErrMemberUnknown) {
-			pl.fail(checkSource, ErrMemberUnknown, "a member other than the one being replaced has no readable superblock, so its descriptor number is unknown; remove it or make it readable first")
+		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version, removing); errors.Is(err, errMemberUnknown) {
+			pl.fail(checkSource, errMemberUnknown, "a member other than the one being replaced has no readable superblock, so its descriptor number is unknown; remove it or make it readable first")
 			return
 		} else if err != nil {
-			pl.fail(checkSize, ErrCandidateTooSmall, "%v", err)
+			pl.fail(checkSize, errCandidateTooSmall, "%v", err)
 			return
 		}
 	}
 	component := f.s.component * 2 // sectors
 	sb, err := newMemberSuperblock(src.sb, c.SizeBytes, n, devUUID, c.dev)
 	if err == nil && sb.Version.Is1x() && sb.DataSize < component {
-		err = fmt.Errorf("%w: %d data sectors, the array uses %d", ErrCandidateTooSmall, sb.DataSize, component)
+		err = fmt.Errorf("%w: %d data sectors, the array uses %d", errCandidateTooSmall, sb.DataSize, component)
 	}
 	if err == nil && sb.Version == superblock.Version090 && uint64(sb.DiskOffset/512) < component {
-		err = fmt.Errorf("%w: %d sectors before the superblock, the array uses %d", ErrCandidateTooSmall, sb.DiskOffset/512, component)
+		err = fmt.Errorf("%w: %d sectors before the superblock, the array uses %d", errCandidateTooSmall, sb.DiskOffset/512, component)
 	}
-	if errors.Is(err, ErrCandidateTooSmall) {
-		reason := strings.TrimPrefix(err.Error(), ErrCandidateTooSmall.Error()+": ")
+	if errors.Is(err, errCandidateTooSmall) {
+		reason := strings.TrimPrefix(err.Error(), errCandidateTooSmall.Error()+": ")
 		if need := src.sb.MinDeviceBytes(component); c.SizeBytes < need {
 			pl.fail(checkSize, err, "%s has %d bytes, the array needs at least %d (%s)", c.Path, c.SizeBytes, need, reason)
 		} else {
@@ -1017,16 +1017,16 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 }
 
 // newMemberSuperblock is superblock.NewMember for the device number dev,
-// with the device-too-small errors as ErrCandidateTooSmall (the reason
+// with the device-too-small errors as errCandidateTooSmall (the reason
 // kept, as the size check reports it).
 func newMemberSuperblock(src *superblock.Superblock, devSize int64, n uint32, devUUID uuid.UUID, dev sysfs.DevNum) (*superblock.Superblock, error) {
 	sb, err := src.NewMember(devSize, n, devUUID, dev.Major, dev.Minor)
 	var se *superblock.SizeError
 	switch {
 	case errors.As(err, &se):
-		return nil, fmt.Errorf("%w: %s", ErrCandidateTooSmall, se.Reason)
+		return nil, fmt.Errorf("%w: %s", errCandidateTooSmall, se.Reason)
 	case errors.Is(err, superblock.ErrDeviceTooSmall):
-		return nil, fmt.Errorf("%w: %w", ErrCandidateTooSmall, err)
+		return nil, fmt.Errorf("%w: %w", errCandidateTooSmall, err)
 	case err != nil:
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func TestPlanReplaceNewerKernel(t *testing.T) {
 		_, err := planReplace(r.facts(t, ""), cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, devUUID)
 		c.Assert(err, qt.ErrorIs, ErrRefused)
 		c.Check(err, qt.ErrorIs, superblock.ErrInvalid)
-		c.Check(errors.Is(err, ErrCandidateTooSmall), qt.IsFalse)
+		c.Check(errors.Is(err, errCandidateTooSmall), qt.IsFalse)
 		c.Check(err, qt.ErrorMatches, `.*would not load: .*feature_map.*`)
 		c.Check(strings.Contains(err.Error(), "<nil>"), qt.IsFalse)
 		c.Check(strings.Contains(err.Error(), "needs at least"), qt.IsFalse)
@@ -122,7 +122,7 @@ func TestPlanReplaceNewerKernel(t *testing.T) {
 		path := r.candidate(t, "vdz", 32<<20)
 		cand := r.m.candidateFacts(path, true)
 		_, err := planReplace(r.facts(t, ""), cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, devUUID)
-		c.Assert(err, qt.ErrorIs, ErrCandidateTooSmall)
+		c.Assert(err, qt.ErrorIs, errCandidateTooSmall)
 		c.Check(err, qt.ErrorMatches, `.*has 33554432 bytes, the array needs at least 67108864 \(63488 data sectors, the array uses 129024\)`)
 	})
 }

@@ -107,55 +107,55 @@ func TestPlanReplace(t *testing.T) {
 		{name: "candidate larger", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: 1 << 30, slot: 1, steps: stepsPlain},
 
 		// Refusals about the array.
-		{name: "raid0", fixture: "raid0", want: ErrUnsupportedArray},
-		{name: "linear", fixture: "linear", want: ErrUnsupportedArray},
-		{name: "inactive", fixture: "raid5-inactive", want: ErrArrayInactive},
-		{name: "failed array", fixture: "raid5-degraded", edit: []func(*snapshot){failMember("vda")}, want: ErrArrayFailed},
-		{name: "read-only", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.state = sysfs.StateReadonly }}, want: ErrArrayReadOnly},
+		{name: "raid0", fixture: "raid0", want: errUnsupportedArray},
+		{name: "linear", fixture: "linear", want: errUnsupportedArray},
+		{name: "inactive", fixture: "raid5-inactive", want: errArrayInactive},
+		{name: "failed array", fixture: "raid5-degraded", edit: []func(*snapshot){failMember("vda")}, want: errArrayFailed},
+		{name: "read-only", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.state = sysfs.StateReadonly }}, want: errArrayReadOnly},
 		{name: "healthy: no empty slot", fixture: "raid1-v1.2", want: ErrNoEmptySlot},
 		{name: "healthy raid5: no empty slot", fixture: "raid5", want: ErrNoEmptySlot},
-		{name: "recovery running", fixture: "raid1-recovering", want: ErrArrayBusy},
-		{name: "replacement running", fixture: "raid1-replacing", want: ErrArrayBusy},
-		{name: "resync running", fixture: "raid1-bitmap", edit: []func(*snapshot){dropMember("vdb")}, want: ErrArrayBusy},
-		{name: "frozen by someone", fixture: "raid1-removed-spare", want: ErrArrayBusy},
-		{name: "check running", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionCheck }}, want: ErrArrayBusy},
-		{name: "reshape running", fixture: "raid5-degraded", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionReshape }}, want: ErrArrayBusy},
-		{name: "two empty slots", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, want: ErrSlotAmbiguous},
-		{name: "slot out of range", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(4)}, want: ErrSlotInvalid},
-		{name: "negative slot", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(-1)}, want: ErrSlotInvalid},
-		{name: "slot held by healthy member", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(0)}, want: ErrSlotInvalid},
-		{name: "member not in array", fixture: "raid1-failed", member: "vdx", want: ErrMemberInvalid},
-		{name: "member healthy without hot", fixture: "raid1-failed", member: "vda", want: ErrMemberInvalid},
-		{name: "hot without member", fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true}, want: ErrMemberInvalid},
-		{name: "hot of a faulty member", fixture: "raid1-failed", member: "vdb", req: ReplaceRequest{Hot: true}, want: ErrMemberInvalid},
-		{name: "hot with another slot named", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true, Slot: slotp(0)}, want: ErrSlotInvalid},
+		{name: "recovery running", fixture: "raid1-recovering", want: errArrayBusy},
+		{name: "replacement running", fixture: "raid1-replacing", want: errArrayBusy},
+		{name: "resync running", fixture: "raid1-bitmap", edit: []func(*snapshot){dropMember("vdb")}, want: errArrayBusy},
+		{name: "frozen by someone", fixture: "raid1-removed-spare", want: errArrayBusy},
+		{name: "check running", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionCheck }}, want: errArrayBusy},
+		{name: "reshape running", fixture: "raid5-degraded", edit: []func(*snapshot){func(s *snapshot) { s.action = sysfs.ActionReshape }}, want: errArrayBusy},
+		{name: "two empty slots", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, want: errSlotAmbiguous},
+		{name: "slot out of range", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(4)}, want: errSlotInvalid},
+		{name: "negative slot", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(-1)}, want: errSlotInvalid},
+		{name: "slot held by healthy member", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(0)}, want: errSlotInvalid},
+		{name: "member not in array", fixture: "raid1-failed", member: "vdx", want: errMemberInvalid},
+		{name: "member healthy without hot", fixture: "raid1-failed", member: "vda", want: errMemberInvalid},
+		{name: "hot without member", fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
+		{name: "hot of a faulty member", fixture: "raid1-failed", member: "vdb", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
+		{name: "hot with another slot named", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true, Slot: slotp(0)}, want: errSlotInvalid},
 
 		// Refusals about the candidate.
-		{name: "not a block device", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image = false }, want: ErrNotBlockDevice},
-		{name: "candidate missing", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image, c.Error = false, "no such file" }, want: ErrNotBlockDevice},
-		{name: "candidate is an array", fixture: "raid1-failed", cand: func(c *Candidate) { c.IsArray = true }, want: ErrCandidateMember},
-		{name: "candidate is a member of another array", fixture: "raid1-failed", cand: func(c *Candidate) { c.MemberOf = []string{"md9"} }, want: ErrCandidateMember},
-		{name: "candidate is a member of this array", fixture: "raid1-failed", cand: func(c *Candidate) { c.Device = "vda"; c.MemberOf = []string{"md0"} }, want: ErrCandidateMember},
-		{name: "candidate mounted", fixture: "raid1-failed", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: ErrCandidateBusy},
-		{name: "candidate has holders", fixture: "raid1-failed", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: ErrCandidateBusy},
-		{name: "candidate opened exclusively", fixture: "raid1-failed", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: ErrCandidateBusy},
+		{name: "not a block device", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image = false }, want: errNotBlockDevice},
+		{name: "candidate missing", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image, c.Error = false, "no such file" }, want: errNotBlockDevice},
+		{name: "candidate is an array", fixture: "raid1-failed", cand: func(c *Candidate) { c.IsArray = true }, want: errCandidateMember},
+		{name: "candidate is a member of another array", fixture: "raid1-failed", cand: func(c *Candidate) { c.MemberOf = []string{"md9"} }, want: errCandidateMember},
+		{name: "candidate is a member of this array", fixture: "raid1-failed", cand: func(c *Candidate) { c.Device = "vda"; c.MemberOf = []string{"md0"} }, want: errCandidateMember},
+		{name: "candidate mounted", fixture: "raid1-failed", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: errCandidateBusy},
+		{name: "candidate has holders", fixture: "raid1-failed", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: errCandidateBusy},
+		{name: "candidate opened exclusively", fixture: "raid1-failed", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: errCandidateBusy},
 		{name: "candidate in the expected port", fixture: "raid1-failed", req: ReplaceRequest{ByPath: "pci-0000:00:12.0"},
 			cand: func(c *Candidate) { c.ByPath = "pci-0000:00:12.0" }, slot: 1, steps: stepsPlain},
 		{name: "candidate moved ports", fixture: "raid1-failed", req: ReplaceRequest{ByPath: "pci-0000:00:12.0"},
-			cand: func(c *Candidate) { c.ByPath = "pci-0000:00:13.0" }, want: ErrPortChanged},
-		{name: "candidate read-only", fixture: "raid1-failed", cand: func(c *Candidate) { c.ReadOnly = true }, want: ErrCandidateBusy},
-		{name: "candidate has partitions", fixture: "raid1-failed", cand: func(c *Candidate) { c.Partitions = []string{"vdz1"} }, want: ErrHasPartitionTable},
+			cand: func(c *Candidate) { c.ByPath = "pci-0000:00:13.0" }, want: errPortChanged},
+		{name: "candidate read-only", fixture: "raid1-failed", cand: func(c *Candidate) { c.ReadOnly = true }, want: errCandidateBusy},
+		{name: "candidate has partitions", fixture: "raid1-failed", cand: func(c *Candidate) { c.Partitions = []string{"vdz1"} }, want: errHasPartitionTable},
 		{name: "candidate has a filesystem", fixture: "raid1-failed", cand: func(c *Candidate) {
 			c.Findings = []*NotBlankError{{Kind: KindSignature, What: "ext2/3/4 superblock", Offset: 1080}}
-		}, want: ErrHasSignature},
+		}, want: errHasSignature},
 		{name: "candidate has a foreign md superblock", fixture: "raid1-failed", cand: func(c *Candidate) {
 			c.Findings = []*NotBlankError{{Kind: KindMDSuperblock, What: "md superblock 1.2", Offset: 4096}}
-		}, want: ErrHasMDSuperblock},
-		{name: "candidate too small 1.2", fixture: "raid1-failed", size: 32 << 20, want: ErrCandidateTooSmall},
-		{name: "candidate too small by a sector 1.2", fixture: "raid1-failed", size: (2048+129024)*512 - 512, want: ErrCandidateTooSmall},
+		}, want: errHasMDSuperblock},
+		{name: "candidate too small 1.2", fixture: "raid1-failed", size: 32 << 20, want: errCandidateTooSmall},
+		{name: "candidate too small by a sector 1.2", fixture: "raid1-failed", size: (2048+129024)*512 - 512, want: errCandidateTooSmall},
 		{name: "candidate exactly big enough 1.2", fixture: "raid1-failed", size: (2048 + 129024) * 512, slot: 1, steps: stepsPlain},
-		{name: "candidate too small 1.0", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: ErrCandidateTooSmall},
-		{name: "candidate too small 0.90", fixture: "raid1-v0.90", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: ErrCandidateTooSmall},
+		{name: "candidate too small 1.0", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: errCandidateTooSmall},
+		{name: "candidate too small 0.90", fixture: "raid1-v0.90", edit: []func(*snapshot){failMember("vdb")}, size: disk - 64<<10, want: errCandidateTooSmall},
 	}
 	rigs := map[string]*replaceRig{}
 	facts := map[string]arrayFacts{}
@@ -361,7 +361,7 @@ func TestPlanResume(t *testing.T) {
 			_, err = fd.WriteAt([]byte("ciphertext"), 3<<20)
 			c.Assert(err, qt.IsNil)
 			_, err = plan(sysfs.ActionIdle)
-			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+			c.Check(err, qt.ErrorIs, errHasMDSuperblock)
 			_, err = fd.WriteAt(make([]byte, 10), 3<<20)
 			fd.Close()
 			c.Assert(err, qt.IsNil)
@@ -380,7 +380,7 @@ func TestPlanResume(t *testing.T) {
 			n := p1.DevNumber
 			f.s.members[0].DevNumber = &n
 			_, err = planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
-			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+			c.Check(err, qt.ErrorIs, errHasMDSuperblock)
 
 			// Anything else on the disk: not ours.
 			fd, err = os.OpenFile(path, os.O_WRONLY, 0)
@@ -389,12 +389,12 @@ func TestPlanResume(t *testing.T) {
 			fd.Close()
 			c.Assert(err, qt.IsNil)
 			_, err = plan(sysfs.ActionIdle)
-			c.Check(err, qt.ErrorIs, ErrHasMDSuperblock)
+			c.Check(err, qt.ErrorIs, errHasMDSuperblock)
 			c.Check(err, qt.ErrorMatches, `.*and 1 more findings.*`)
 			// sysfs.ActionFrozen, it is refused as well: the disk is not ours, so
 			// someone else froze recovery.
 			_, err = plan(sysfs.ActionFrozen)
-			c.Check(err, qt.ErrorIs, ErrArrayBusy)
+			c.Check(err, qt.ErrorIs, errArrayBusy)
 		})
 	}
 }
@@ -418,16 +418,16 @@ func TestPlanResumeAdded(t *testing.T) {
 	// Data outside the superblock area: the disk was reused meanwhile.
 	cand.residue = []*NotBlankError{{Kind: KindData, What: "data", Offset: 8 << 20}}
 	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrHasData)
+	c.Check(err, qt.ErrorIs, errHasData)
 	cand.residue, cand.residueKnown = nil, false
 	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 	cand.residueKnown = true
 
 	// Not frozen any more: the kernel may already have placed it.
 	f.s.action = sysfs.ActionIdle
 	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: "/dev/vdd"}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrCandidateMember)
+	c.Check(err, qt.ErrorIs, errCandidateMember)
 }
 
 // TestPlanResumePinned: a run that died after pinning the slot (before it
@@ -454,7 +454,7 @@ func TestPlanResumePinned(t *testing.T) {
 	req := ReplaceRequest{Array: r.name, With: "/dev/vdd"}
 
 	_, err := planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrArrayBusy, qt.Commentf("no freeze record: a rebuild that is not ours"))
+	c.Check(err, qt.ErrorIs, errArrayBusy, qt.Commentf("no freeze record: a rebuild that is not ours"))
 
 	f.freeze = &freezeRecord{Array: r.name, PID: 1, Candidate: "/dev/vdd", CandDev: devnum, Device: "vdd", Slot: 2, Written: true}
 	p, err := planReplace(f, cand, req, uuid.New())
@@ -472,5 +472,5 @@ func TestPlanResumePinned(t *testing.T) {
 	f.freeze.CandDev = devnum
 	cand.residue = []*NotBlankError{{Kind: KindData, What: "data", Offset: 8 << 20}}
 	_, err = planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrHasData)
+	c.Check(err, qt.ErrorIs, errHasData)
 }

@@ -37,15 +37,15 @@ var (
 	// ErrWouldFail means failing the member would leave the array unable
 	// to serve its data; nothing was written.
 	ErrWouldFail = errors.New("md: refusing: would fail the array")
-	// ErrNoMember means the named device is not a member of the array.
-	ErrNoMember = errors.New("md: not a member of the array")
-	// ErrMemberActive means a member that still holds a slot (in sync or
+	// errNoMember means the named device is not a member of the array.
+	errNoMember = errors.New("md: not a member of the array")
+	// errMemberActive means a member that still holds a slot (in sync or
 	// rebuilding) was asked to be removed; fail it first.
-	ErrMemberActive = errors.New("md: member is active; fail it first")
-	// ErrArrayRunning means Run was asked to start an array that runs.
-	ErrArrayRunning = errors.New("md: array is already running")
-	// ErrNotEnough means an inactive array has too few members to start.
-	ErrNotEnough = errors.New("md: not enough members to start the array")
+	errMemberActive = errors.New("md: member is active; fail it first")
+	// errArrayRunning means Run was asked to start an array that runs.
+	errArrayRunning = errors.New("md: array is already running")
+	// errNotEnough means an inactive array has too few members to start.
+	errNotEnough = errors.New("md: not enough members to start the array")
 )
 
 // memberOf finds a member of the snapshot by kernel name.
@@ -65,11 +65,11 @@ func memberOf(s *snapshot, name string) *memberSnap {
 func decideFail(s *snapshot, name string) (*memberSnap, error) {
 	ms := memberOf(s, name)
 	if ms == nil {
-		return nil, fmt.Errorf("%w: %s is not in %s", ErrNoMember, name, s.name)
+		return nil, fmt.Errorf("%w: %s is not in %s", errNoMember, name, s.name)
 	}
 	a := build(s, "/dev")
 	if a.Availability == Inactive {
-		return nil, fmt.Errorf("%w: %s is not running", ErrArrayInactive, s.name)
+		return nil, fmt.Errorf("%w: %s is not running", errArrayInactive, s.name)
 	}
 	if ms.state.Has(sysfs.FlagFaulty) {
 		return ms, nil // already faulty: failing again is harmless
@@ -131,19 +131,19 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 	ms := memberOf(s, name)
 	if ms == nil {
-		return nil, fmt.Errorf("%w: %s is not in %s", ErrNoMember, name, s.name)
+		return nil, fmt.Errorf("%w: %s is not in %s", errNoMember, name, s.name)
 	}
 	if ms.state.Has(sysfs.FlagFaulty) || ms.Slot < 0 {
 		return ms, nil
 	}
-	return nil, fmt.Errorf("%w: %s is %s in slot %d of %s", ErrMemberActive, name, ms.state, ms.Slot, s.name)
+	return nil, fmt.Errorf("%w: %s is %s in slot %d of %s", errMemberActive, name, ms.state, ms.Slot, s.name)
 }
 
 // Remove unbinds a faulty member or a spare from the array
 // (HOT_REMOVE_DISK), retrying EBUSY a few times as mdadm does. On an
 // array that is not running (ENODEV) it writes "remove" to the member's
 // sysfs state instead. A member that still holds a slot is refused with
-// ErrMemberActive; the kernel's EBUSY (a rebuild running) is returned
+// errMemberActive; the kernel's EBUSY (a rebuild running) is returned
 // wrapped, matching unix.EBUSY. Both are refusals: *RefusedError,
 // matching ErrRefused.
 func (m *Manager) Remove(ctx context.Context, array, member string) error {
@@ -185,17 +185,17 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 func decideRun(s *snapshot) error {
 	a := build(s, "/dev")
 	if a.Availability != Inactive {
-		return fmt.Errorf("%w: %s is %s", ErrArrayRunning, s.name, a.Availability)
+		return fmt.Errorf("%w: %s is %s", errArrayRunning, s.name, a.Availability)
 	}
 	if len(s.members) == 0 {
-		return fmt.Errorf("%w: %s has no members", ErrNotEnough, s.name)
+		return fmt.Errorf("%w: %s has no members", errNotEnough, s.name)
 	}
 	inSync := make([]bool, a.RaidDisks)
 	for _, sl := range a.Slots {
 		inSync[sl.Slot] = sl.State == SlotActive
 	}
 	if a.RaidDisks == 0 || !survives(a.Level, s.layout, inSync) {
-		return fmt.Errorf("%w: %s (%s) has %d of %d slots", ErrNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
+		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
 	}
 	return nil
 }
@@ -212,8 +212,8 @@ func countTrue(v []bool) int {
 
 // Run starts an assembled, inactive array with the members it has
 // (RUN_ARRAY), as mdadm --run does: the last resort for an array that
-// was assembled one member short. It refuses with ErrArrayRunning for a
-// running array and ErrNotEnough when the members cannot serve the data,
+// was assembled one member short. It refuses with errArrayRunning for a
+// running array and errNotEnough when the members cannot serve the data,
 // each in a *RefusedError matching ErrRefused.
 func (m *Manager) Run(ctx context.Context, array string) error {
 	if err := ctx.Err(); err != nil {

@@ -26,15 +26,15 @@ func TestDecidePrimitives(t *testing.T) {
 		{name: "fail both copies in raid10", fixture: "raid10", edit: failMember("vda"), op: "fail", member: "vdb", want: ErrWouldFail},
 		{name: "fail a faulty member again", fixture: "raid1-failed", op: "fail", member: "vdb"},
 		{name: "fail a rebuilding member", fixture: "raid1-recovering", op: "fail", member: "vdc"},
-		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: ErrNoMember},
-		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: ErrArrayInactive},
+		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: errNoMember},
+		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: errArrayInactive},
 		{name: "remove a faulty member", fixture: "raid1-failed", op: "remove", member: "vdb"},
 		{name: "remove a spare", fixture: "raid1-removed-spare", op: "remove", member: "vdd"},
-		{name: "remove an in-sync member", fixture: "raid1-v1.2", op: "remove", member: "vda", want: ErrMemberActive},
-		{name: "remove a rebuilding member", fixture: "raid1-recovering", op: "remove", member: "vdc", want: ErrMemberActive},
+		{name: "remove an in-sync member", fixture: "raid1-v1.2", op: "remove", member: "vda", want: errMemberActive},
+		{name: "remove a rebuilding member", fixture: "raid1-recovering", op: "remove", member: "vdc", want: errMemberActive},
 		{name: "run an array one short", fixture: "raid5-inactive", op: "run"},
-		{name: "run a running array", fixture: "raid1-v1.2", op: "run", want: ErrArrayRunning},
-		{name: "run an array two short", fixture: "raid5-inactive", edit: dropMember("vda"), op: "run", want: ErrNotEnough},
+		{name: "run a running array", fixture: "raid1-v1.2", op: "run", want: errArrayRunning},
+		{name: "run an array two short", fixture: "raid5-inactive", edit: dropMember("vda"), op: "run", want: errNotEnough},
 	}
 	rigs := map[string]*replaceRig{}
 	pt := t

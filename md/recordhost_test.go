@@ -37,10 +37,10 @@ func TestHealRefusesRecords(t *testing.T) {
 	}{
 		{name: "array moved to another host", array: homed(missing, "other"),
 			records: func(t *testing.T) *Records { return recordsOf(t, homed(healthyArray(2), "talos")) },
-			want:    ErrRecordHost, reason: `.*homehost is "other", its record says "talos".*`},
+			want:    errRecordHost, reason: `.*homehost is "other", its record says "talos".*`},
 		{name: "homehost gone", array: missing,
 			records: func(t *testing.T) *Records { return recordsOf(t, homed(healthyArray(2), "talos")) },
-			want:    ErrRecordHost},
+			want:    errRecordHost},
 		{name: "port claimed by another array's record", array: missing,
 			records: func(t *testing.T) *Records {
 				b := healthyArray(2)
@@ -49,14 +49,14 @@ func TestHealRefusesRecords(t *testing.T) {
 				b.Slots[1].Member.ByPath = byPathOf(7)
 				return recordsOf(t, healthyArray(2), b)
 			},
-			want: ErrPortClaimed, reason: `.*is recorded for array .* slot 1 and array 11111111-2222-4333-8444-555555555555 slot 0`},
+			want: errPortClaimed, reason: `.*is recorded for array .* slot 1 and array 11111111-2222-4333-8444-555555555555 slot 0`},
 		{name: "port claimed twice in one record", array: missing,
 			records: func(t *testing.T) *Records {
 				h := healthyArray(2)
 				h.Slots[0].Member.ByPath = byPathOf(1)
 				return recordsOf(t, h)
 			},
-			want: ErrPortClaimed},
+			want: errPortClaimed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

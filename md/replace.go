@@ -46,7 +46,7 @@ type ReplaceRequest struct {
 	// ByPath, when set, is the by-path identity (blockdev.PathID) the
 	// disk must have: heal names the port it found the disk in, and a
 	// disk that is elsewhere by the time of the plan, or of the
-	// executor's final plan under the lock, is refused (ErrPortChanged).
+	// executor's final plan under the lock, is refused (errPortChanged).
 	ByPath string
 	// AllowImageFile accepts a regular file as the candidate. It exists
 	// for tests; mdctl never sets it.
@@ -333,9 +333,9 @@ func (m *Manager) arrayRoles(name string, dev sysfs.DevNum) (isArray bool, membe
 	return isArray, memberOf
 }
 
-// ErrRebuildFailed means the new member failed or left the array while
+// errRebuildFailed means the new member failed or left the array while
 // it was being rebuilt.
-var ErrRebuildFailed = errors.New("md: rebuild failed")
+var errRebuildFailed = errors.New("md: rebuild failed")
 
 // WaitRequest says which rebuild WaitReplace follows.
 type WaitRequest struct {
@@ -357,7 +357,7 @@ type WaitRequest struct {
 // waits for the kernel to mark the old member faulty and removes it.
 // It returns the array's status at the end, whose health the caller
 // should check. Cancelling ctx stops the waiting, not the rebuild.
-// A new member that turns faulty or disappears gives ErrRebuildFailed.
+// A new member that turns faulty or disappears gives errRebuildFailed.
 func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error) {
 	interval := w.Interval
 	if interval <= 0 {
@@ -406,9 +406,9 @@ func rebuildDone(a Array, member string) (bool, error) {
 	mem, where := a.Find(member)
 	switch {
 	case mem == nil:
-		return false, fmt.Errorf("%w: %s is no longer a member of %s", ErrRebuildFailed, member, a.Device)
+		return false, fmt.Errorf("%w: %s is no longer a member of %s", errRebuildFailed, member, a.Device)
 	case mem.Flags.Has(sysfs.FlagFaulty):
-		return false, fmt.Errorf("%w: %s is faulty", ErrRebuildFailed, member)
+		return false, fmt.Errorf("%w: %s is faulty", errRebuildFailed, member)
 	}
 	inSync := mem.Flags.Has(sysfs.FlagInSync)
 	idle := a.Activity.Kind == sysfs.ActionIdle

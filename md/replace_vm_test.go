@@ -268,7 +268,7 @@ func TestVMReplaceRefusals(t *testing.T) {
 	// A healthy array: nowhere to put the disk, and busy while checking.
 	run(c, md, []refusal{
 		{name: "healthy", want: ErrNoEmptySlot},
-		{name: "check running", want: ErrArrayBusy, prepare: func(c *qt.C) func() {
+		{name: "check running", want: errArrayBusy, prepare: func(c *qt.C) func() {
 			guest.WriteAttr(c, md, "sync_max", "1024")
 			guest.WriteAttr(c, md, "sync_action", "check")
 			return func() {
@@ -302,22 +302,22 @@ func TestVMReplaceRefusals(t *testing.T) {
 	img := filepath.Join(c.TempDir(), "img")
 	c.Assert(os.WriteFile(img, make([]byte, 1<<20), 0o644), qt.IsNil)
 	run(c, md, []refusal{
-		{name: "ext2", prepare: mkfs("mke2fs", "-q"), want: ErrHasSignature},
-		{name: "vfat", prepare: mkfs("mkdosfs"), want: ErrHasPartitionTable}, // boot sector 0x55aa comes first
-		{name: "swap", prepare: mkfs("mkswap"), want: ErrHasSignature},
-		{name: "stale md superblock", want: ErrHasMDSuperblock, prepare: func(c *qt.C) func() {
+		{name: "ext2", prepare: mkfs("mke2fs", "-q"), want: errHasSignature},
+		{name: "vfat", prepare: mkfs("mkdosfs"), want: errHasPartitionTable}, // boot sector 0x55aa comes first
+		{name: "swap", prepare: mkfs("mkswap"), want: errHasSignature},
+		{name: "stale md superblock", want: errHasMDSuperblock, prepare: func(c *qt.C) func() {
 			guest.Mdadm(c, "--create", "/dev/md/stale", "--run", "--assume-clean", "--level=1", "--metadata=1.0", "--raid-devices=2", cand.Path, "missing")
 			guest.Mdadm(c, "--stop", "/dev/md/stale")
 			return func() { zero(c, cand.Path, cand.Size-(1<<20), 1<<20) }
 		}},
-		{name: "backup GPT header only", prepare: writeAt(-512, []byte("EFI PART")), want: ErrHasPartitionTable},
-		{name: "LVM label", prepare: writeAt(512, []byte("LABELONE")), want: ErrHasSignature},
-		{name: "LUKS2 secondary header", prepare: writeAt(0x4000, []byte("SKUL\xba\xbe\x00\x02")), want: ErrHasSignature},
-		{name: "the array itself", with: "/dev/" + md, want: ErrCandidateMember},
-		{name: "a member", with: disks[0].Path, want: ErrCandidateMember},
-		{name: "a member of another array", with: disks[6].Path, want: ErrCandidateMember},
-		{name: "another array", with: "/dev/" + other, want: ErrCandidateMember},
-		{name: "mounted (mount table)", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+		{name: "backup GPT header only", prepare: writeAt(-512, []byte("EFI PART")), want: errHasPartitionTable},
+		{name: "LVM label", prepare: writeAt(512, []byte("LABELONE")), want: errHasSignature},
+		{name: "LUKS2 secondary header", prepare: writeAt(0x4000, []byte("SKUL\xba\xbe\x00\x02")), want: errHasSignature},
+		{name: "the array itself", with: "/dev/" + md, want: errCandidateMember},
+		{name: "a member", with: disks[0].Path, want: errCandidateMember},
+		{name: "a member of another array", with: disks[6].Path, want: errCandidateMember},
+		{name: "another array", with: "/dev/" + other, want: errCandidateMember},
+		{name: "mounted (mount table)", want: errCandidateBusy, prepare: func(c *qt.C) func() {
 			// The guest kernel has no disk file system module, so the
 			// mount table is injected: the real parser reads a line
 			// naming the candidate's device number.
@@ -329,21 +329,21 @@ func TestVMReplaceRefusals(t *testing.T) {
 			m.ops.mountInfo = mi
 			return func() { m.ops.mountInfo = saved }
 		}},
-		{name: "active swap", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+		{name: "active swap", want: errCandidateBusy, prepare: func(c *qt.C) func() {
 			guest.Run(c, "mkswap", cand.Path)
 			guest.Run(c, "swapon", cand.Path)
 			return func() { guest.Run(c, "swapoff", cand.Path); zeroEnds(c, cand) }
 		}},
-		{name: "opened exclusively", want: ErrCandidateBusy, prepare: func(c *qt.C) func() {
+		{name: "opened exclusively", want: errCandidateBusy, prepare: func(c *qt.C) func() {
 			f, err := os.OpenFile(cand.Path, os.O_RDONLY|unix.O_EXCL, 0)
 			c.Assert(err, qt.IsNil)
 			return func() { f.Close() }
 		}},
-		{name: "character device", with: "/dev/null", want: ErrNotBlockDevice},
-		{name: "image file", with: img, want: ErrNotBlockDevice},
-		{name: "slot out of range", req: func(r *ReplaceRequest) { r.Slot = slotp(2) }, want: ErrSlotInvalid},
-		{name: "slot of a healthy member", req: func(r *ReplaceRequest) { r.Slot = slotp(0) }, want: ErrSlotInvalid},
-		{name: "hot replace of a removed member", req: func(r *ReplaceRequest) { r.Hot, r.Member = true, disks[1].Path }, want: ErrMemberInvalid},
+		{name: "character device", with: "/dev/null", want: errNotBlockDevice},
+		{name: "image file", with: img, want: errNotBlockDevice},
+		{name: "slot out of range", req: func(r *ReplaceRequest) { r.Slot = slotp(2) }, want: errSlotInvalid},
+		{name: "slot of a healthy member", req: func(r *ReplaceRequest) { r.Slot = slotp(0) }, want: errSlotInvalid},
+		{name: "hot replace of a removed member", req: func(r *ReplaceRequest) { r.Hot, r.Member = true, disks[1].Path }, want: errMemberInvalid},
 	})
 
 	// Partitions: the disk is refused, and a partition too small for the
@@ -360,8 +360,8 @@ func TestVMReplaceRefusals(t *testing.T) {
 	f.Close()
 	waitNode(c, part.Path+"1", true)
 	run(c, md, []refusal{
-		{name: "disk with partitions", with: part.Path, want: ErrHasPartitionTable},
-		{name: "partition too small", with: part.Path + "1", want: ErrCandidateTooSmall},
+		{name: "disk with partitions", with: part.Path, want: errHasPartitionTable},
+		{name: "partition too small", with: part.Path + "1", want: errCandidateTooSmall},
 	})
 	f, err = os.OpenFile(part.Path, os.O_RDWR, 0)
 	c.Assert(err, qt.IsNil)
@@ -378,7 +378,7 @@ func TestVMReplaceRefusals(t *testing.T) {
 	c.Assert(m.Remove(ctx, r10, disks[5].Name), qt.IsNil)
 	c.Assert(m.Remove(ctx, r10, disks[7].Name), qt.IsNil)
 	run(c, r10, []refusal{
-		{name: "two empty slots", want: ErrSlotAmbiguous},
+		{name: "two empty slots", want: errSlotAmbiguous},
 	})
 	// The library refuses to fail the last copy of a raid10 half.
 	c.Check(m.Fail(ctx, r10, disks[4].Name), qt.ErrorIs, ErrWouldFail)
@@ -661,7 +661,7 @@ func TestVMReplaceKilled(t *testing.T) {
 			otherBefore := readDiskState(c, other)
 			_, err = m.Replace(ctx, ReplaceRequest{Array: md, With: other.Path})
 			c.Logf("replace with another disk: %v", err)
-			c.Check(err, qt.ErrorIs, ErrArrayBusy)
+			c.Check(err, qt.ErrorIs, errArrayBusy)
 			c.Check(err, qt.ErrorIs, ErrRefused)
 			c.Check(changedOutside(c, otherBefore, readDiskState(c, other), nil), qt.HasLen, 0, qt.Commentf("changed blocks of %s", other.Path))
 			c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "frozen")
@@ -802,7 +802,7 @@ func TestVMReplaceAddFails(t *testing.T) {
 // directory), released together from a barrier: either both Replace
 // calls at once, or both plans made first (both pass) and both executed
 // at once. Exactly one wins, whichever it is; the other is refused
-// (ErrLocked or ErrRefused), not as a failed execution, and its disk is
+// (errLocked or ErrRefused), not as a failed execution, and its disk is
 // byte-identical afterwards, also once the winner's rebuild is done. The
 // array keeps its two slots and its data.
 func TestVMReplaceConcurrent(t *testing.T) {
@@ -874,7 +874,7 @@ func TestVMReplaceConcurrent(t *testing.T) {
 					continue
 				}
 				t.Logf("the replace with %s: %v", cands[i].Path, err)
-				c.Check(errors.Is(err, ErrLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
+				c.Check(errors.Is(err, errLocked) || errors.Is(err, ErrRefused), qt.IsTrue, qt.Commentf("%v", err))
 				var xe *ExecError
 				c.Check(errors.As(err, &xe), qt.IsFalse, qt.Commentf("the loser failed while executing: %v", err))
 			}
@@ -933,12 +933,12 @@ func TestVMRun(t *testing.T) {
 	c.Assert(guest.ReadAttr(c, md, "array_state"), qt.Equals, "inactive")
 	m := vmManager(t)
 	_, err := m.Replace(ctx, ReplaceRequest{Array: md, With: disks[3].Path})
-	c.Check(err, qt.ErrorIs, ErrArrayInactive)
+	c.Check(err, qt.ErrorIs, errArrayInactive)
 	c.Assert(m.Run(ctx, md), qt.IsNil)
 	c.Check(guest.ReadAttr(c, md, "array_state"), qt.Not(qt.Equals), "inactive")
 	d := mdadmtext.ParseDetail(guest.Mdadm(c, "--detail", "/dev/"+md))
 	c.Check(d.Fields["State"], qt.Contains, "degraded")
-	c.Check(m.Run(ctx, md), qt.ErrorIs, ErrArrayRunning)
+	c.Check(m.Run(ctx, md), qt.ErrorIs, errArrayRunning)
 	guest.Mdadm(c, "--stop", "/dev/"+md)
 }
 
@@ -1084,7 +1084,7 @@ func TestVMReplaceRefusesPartitionData(t *testing.T) {
 			_, err := m.Replace(context.Background(), ReplaceRequest{Array: md, With: cand.Path})
 			c.Logf("%v", err)
 			c.Check(err, qt.ErrorIs, ErrRefused)
-			c.Check(err, qt.ErrorIs, ErrHasSignature)
+			c.Check(err, qt.ErrorIs, errHasSignature)
 			c.Check(err, qt.ErrorMatches, `.*in a partition at byte 1048576.*`)
 			c.Check(hashDisk(c, cand.Path), qt.Equals, before)
 			c.Check(arrayShape(c, m, md), qt.Equals, shape)
@@ -1109,13 +1109,13 @@ func TestVMReplaceRefuses4Kn(t *testing.T) {
 	before := hashDisk(c, kn.Path)
 	shape := arrayShape(c, m, md)
 	p, err := m.PlanReplace(context.Background(), ReplaceRequest{Array: md, With: kn.Path})
-	c.Check(err, qt.ErrorIs, ErrCandidateBlockSize)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
 	c.Assert(p, qt.Not(qt.IsNil))
 	c.Check(p.Candidate.LogicalBlockSize, qt.Equals, int64(4096))
 	_, err = m.Replace(context.Background(), ReplaceRequest{Array: md, With: kn.Path})
 	c.Logf("%v", err)
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrCandidateBlockSize)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
 	c.Check(hashDisk(c, kn.Path), qt.Equals, before)
 	c.Check(arrayShape(c, m, md), qt.Equals, shape)
 	c.Check(strings.TrimSpace(guest.Run(c, "cat", "/sys/block/"+md+"/queue/logical_block_size")), qt.Equals, "512")

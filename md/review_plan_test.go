@@ -20,7 +20,7 @@ import (
 // (issue 10, review findings 1, 2, 3, 6, 7 and 8).
 
 // TestPlanRefusesUnreadableSyncAction: an unreadable sync_action is no
-// evidence that nothing runs. The plan refuses with ErrUnknownFact, shows
+// evidence that nothing runs. The plan refuses with errUnknownFact, shows
 // the check as skipped, and writes nothing.
 func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
 	c := qt.New(t)
@@ -30,7 +30,7 @@ func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
 	f.s.action = ""
 	f.s.errs = append(f.s.errs, "sync_action: permission denied")
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
 	c.Check(p.Steps, qt.HasLen, 0)
@@ -45,7 +45,7 @@ func TestPlanRefusesEmptySyncAction(t *testing.T) {
 	f := r.facts(t, "")
 	f.s.action = ""
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
 }
 
@@ -72,7 +72,7 @@ func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
 			tt.edit(f.s)
 			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
 			p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-			c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+			c.Assert(err, qt.ErrorIs, errUnknownFact)
 			c.Check(checkStatus(p, tt.check), qt.Equals, CheckSkip)
 			c.Check(err, qt.ErrorMatches, ".*"+tt.attr+".*")
 		})
@@ -90,7 +90,7 @@ func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
 	f.s.component = 0
 	f.s.errs = append(f.s.errs, "component_size: permission denied")
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkSize), qt.Equals, CheckSkip)
 }
 
@@ -102,7 +102,7 @@ func TestExecuteRefusesUnreadableSyncActionWritesNothing(t *testing.T) {
 	before := readImage(t, path)
 	c.Assert(os.Remove(r.m.fs.Path("block", r.name, "md", "sync_action")), qt.IsNil)
 	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
-	c.Assert(err, qt.ErrorIs, ErrUnknownFact)
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
 }

@@ -26,7 +26,7 @@ func TestExecuteReplaceLocksTheDisk(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	defer unlock()
 	_, err = r.m.ExecuteReplace(context.Background(), p)
-	c.Check(err, qt.ErrorIs, ErrLocked)
+	c.Check(err, qt.ErrorIs, errLocked)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 }
 
@@ -89,7 +89,7 @@ func TestPlanRefusesUnknownDevNumber(t *testing.T) {
 	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil)
 	_, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrMemberUnknown)
+	c.Check(err, qt.ErrorIs, errMemberUnknown)
 }
 
 // TestPlanRefusesEmptyDevice: a device with no capacity is refused by

@@ -83,12 +83,12 @@ func TestStackedCandidate(t *testing.T) {
 		stacked string // substring of StackedOn
 		used    string // substring of UsedBy
 	}{
-		{name: "volume on the array", dev: "dm-0", want: ErrCandidateMember, stacked: "array md0 (dm-0 is on md0)"},
-		{name: "loop over a member", dev: "loop0", want: ErrCandidateMember, stacked: "vdb, a member of md0 (loop0 is a loop device over vdb)"},
-		{name: "loop over a file on the array", dev: "loop1", want: ErrCandidateMember, stacked: "array md0 (loop1 is a loop device over /srv/md/img, a file on md0)"},
-		{name: "loop over a mounted disk", dev: "loop3", want: ErrCandidateBusy, used: "loop3 is a loop device over vdy, which is mounted on /srv"},
-		{name: "disk with a loop over it", dev: "vdz", want: ErrCandidateBusy, used: "loop4 is a loop device over vdz"},
-		{name: "backing file gone", dev: "vdz", want: ErrUnknownFact, stat: func(string) (blockdev.FileStat, error) {
+		{name: "volume on the array", dev: "dm-0", want: errCandidateMember, stacked: "array md0 (dm-0 is on md0)"},
+		{name: "loop over a member", dev: "loop0", want: errCandidateMember, stacked: "vdb, a member of md0 (loop0 is a loop device over vdb)"},
+		{name: "loop over a file on the array", dev: "loop1", want: errCandidateMember, stacked: "array md0 (loop1 is a loop device over /srv/md/img, a file on md0)"},
+		{name: "loop over a mounted disk", dev: "loop3", want: errCandidateBusy, used: "loop3 is a loop device over vdy, which is mounted on /srv"},
+		{name: "disk with a loop over it", dev: "vdz", want: errCandidateBusy, used: "loop4 is a loop device over vdz"},
+		{name: "backing file gone", dev: "vdz", want: errUnknownFact, stat: func(string) (blockdev.FileStat, error) {
 			return blockdev.FileStat{}, fs.ErrNotExist
 		}},
 		{name: "loop over a file on tmpfs", dev: "loop2"},
@@ -147,7 +147,7 @@ func TestExecuteChecksPort(t *testing.T) {
 	// The image has no port: to the final plan the disk has moved.
 	_, err = r.m.ExecuteReplace(context.Background(), p)
 	c.Assert(err, qt.ErrorIs, ErrPlanChanged)
-	c.Assert(err, qt.ErrorIs, ErrPortChanged)
+	c.Assert(err, qt.ErrorIs, errPortChanged)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 	after, err := os.ReadFile(path)
 	c.Assert(err, qt.IsNil)

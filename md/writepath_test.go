@@ -71,7 +71,7 @@ func TestReplaceRefusesPartitionData(t *testing.T) {
 			before := readImage(t, path)
 			_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
 			c.Assert(err, qt.ErrorIs, ErrRefused)
-			c.Check(err, qt.ErrorIs, ErrHasSignature)
+			c.Check(err, qt.ErrorIs, errHasSignature)
 			c.Check(err, qt.ErrorMatches, `.*in a partition at byte.*blkdiscard.*wipefs -a alone is not enough.*`)
 			c.Check(r.k.Calls(), qt.HasLen, 0)
 			c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
@@ -93,12 +93,12 @@ func TestPlanRefusesBlockSize(t *testing.T) {
 	cand.LogicalBlockSize = 4096 // a 4Kn disk
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrCandidateBlockSize)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
 	c.Check(checkStatus(p, checkBlockSize), qt.Equals, CheckFail)
 
 	cand.LogicalBlockSize = 0
 	_, err = planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 
 	// A 4Kn array takes a 512-byte disk.
 	cand.LogicalBlockSize = 512
@@ -110,7 +110,7 @@ func TestPlanRefusesBlockSize(t *testing.T) {
 	c.Assert(os.Remove(r.m.fs.Path("block", r.name, "queue", "logical_block_size")), qt.IsNil)
 	before := readImage(t, path)
 	_, err = r.m.Replace(context.Background(), req)
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
 }
@@ -125,7 +125,7 @@ func TestWriteDeviceRefusesBlockSize(t *testing.T) {
 	w := deviceWrite{Path: path, Size: 64 << 10, LBS: 512, MaxLBS: 256, Regions: []region{{What: "sb", Off: 4096, Data: []byte{1, 2, 3}}}}
 	err := sysKernel{}.WriteDevice(w)
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
-	c.Check(err, qt.ErrorIs, ErrCandidateBlockSize)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
 	c.Check(nothingWritten(err), qt.IsTrue)
 	w.MaxLBS, w.LBS = 512, 4096
 	c.Check(sysKernel{}.WriteDevice(w), qt.ErrorIs, ErrPlanChanged)
@@ -152,7 +152,7 @@ func TestPlanCandidateNotInSysfs(t *testing.T) {
 	cand.unknown(&cand.sysfsErr, "not in sysfs", os.ErrNotExist)
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Assert(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkNotMember), qt.Equals, CheckFail)
 	c.Check(checkStatus(p, checkNotInUse), qt.Equals, CheckFail)
 	c.Check(checkStatus(p, checkBlank), qt.Equals, CheckFail)
@@ -161,14 +161,14 @@ func TestPlanCandidateNotInSysfs(t *testing.T) {
 	cand = r.m.candidateFacts(path, true)
 	cand.Findings, cand.scanned = nil, false
 	p, err = planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnknownFact)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkBlank), qt.Equals, CheckFail)
 
 	// Not a block device: the candidate checks did not run.
 	cand = r.m.candidateFacts(path, true)
 	cand.Image = false
 	p, err = planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrNotBlockDevice)
+	c.Check(err, qt.ErrorIs, errNotBlockDevice)
 	for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize, checkSize} {
 		c.Check(checkStatus(p, name), qt.Equals, CheckSkip, qt.Commentf("%s", name))
 	}
@@ -243,7 +243,7 @@ func TestPlanRefusesClusteredAndExternal(t *testing.T) {
 	f.s = cloneSnapshot(f.s)
 	f.s.metadata = sysfs.MetadataVersion{Raw: "external:/md127/0", Kind: sysfs.MetadataExternal, External: "/md127/0"}
 	_, err := planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
 	c.Check(err, qt.ErrorMatches, `.*external metadata.*`)
 
 	f = r.facts(t, "")
@@ -252,7 +252,7 @@ func TestPlanRefusesClusteredAndExternal(t *testing.T) {
 	sb.Features |= superblock.FeatureClustered
 	f.s.members[0].sb = sb
 	_, err = planReplace(f, cand, req, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
 	c.Check(err, qt.ErrorMatches, `.*clustered \(feature bit clustered.*`)
 
 	r2, path2 := replaceOn(t, "raid1-bitmap")
@@ -262,7 +262,7 @@ func TestPlanRefusesClusteredAndExternal(t *testing.T) {
 	bm.Version = superblock.BitmapMajorClustered
 	f.bitmap = &bm
 	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
 	c.Check(err, qt.ErrorMatches, `.*bitmap version 5.*`)
 
 	// A lockless bitmap (Linux 6.18+, version 6) is refused too: its
@@ -271,7 +271,7 @@ func TestPlanRefusesClusteredAndExternal(t *testing.T) {
 	bm.Version = superblock.BitmapMajorLockless
 	f.bitmap = &bm
 	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrUnsupportedArray)
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
 	c.Check(err, qt.ErrorMatches, `.*lockless bitmap \(llbitmap.*`)
 }
 
@@ -291,7 +291,7 @@ func TestExecuteFinalBlankCheck(t *testing.T) {
 	}
 	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
 	c.Assert(err, qt.ErrorIs, ErrPlanChanged)
-	c.Check(err, qt.ErrorIs, ErrHasSignature)
+	c.Check(err, qt.ErrorIs, errHasSignature)
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepWriteSuperblock)
@@ -313,6 +313,6 @@ func TestNotBlankNamesSerial(t *testing.T) {
 	cand := r.m.candidateFacts(path, true)
 	cand.Serial = "WD-WCC4E1234567"
 	_, err := planReplace(r.facts(t, ""), cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-	c.Check(err, qt.ErrorIs, ErrHasSignature)
+	c.Check(err, qt.ErrorIs, errHasSignature)
 	c.Check(err, qt.ErrorMatches, `.*`+path+` \(serial WD-WCC4E1234567\) is not blank: ext2/3/4 superblock at byte 1080\. .*blkdiscard `+path+`; wipefs -a alone is not enough.*`)
 }
