@@ -85,7 +85,7 @@ func TestVMReplaceCandidateNotInSysfs(t *testing.T) {
 		}
 	}
 	c.Assert(blank, qt.Not(qt.IsNil))
-	c.Check(blank.Status, qt.Equals, CheckFail)
+	c.Check(blank.Status, qt.Equals, StatusFail)
 	c.Check(blank.Reason, qt.Matches, `ext2/3/4 superblock at byte 1080.*`)
 
 	c.Assert(unix.Unmount(dir, 0), qt.IsNil)

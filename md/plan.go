@@ -80,12 +80,12 @@ type CheckStatus string
 
 // Check outcomes.
 const (
-	CheckPass CheckStatus = "pass"
-	CheckFail CheckStatus = "fail"
-	// CheckSkip: the check did not run (an earlier one failed, or a fact
+	StatusPass CheckStatus = "pass"
+	StatusFail CheckStatus = "fail"
+	// StatusSkip: the check did not run (an earlier one failed, or a fact
 	// it needs was missing). A plan with a skipped check is never carried
 	// out.
-	CheckSkip CheckStatus = "skip"
+	StatusSkip CheckStatus = "skip"
 )
 
 // PlanCheck is one thing the planner verified, with its reason.
@@ -306,16 +306,16 @@ type planner struct {
 }
 
 func (pl *planner) pass(name, format string, args ...any) {
-	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckPass, Reason: fmt.Sprintf(format, args...)})
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusPass, Reason: fmt.Sprintf(format, args...)})
 }
 
 func (pl *planner) skip(name, reason string) {
-	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckSkip, Reason: reason})
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusSkip, Reason: reason})
 }
 
 func (pl *planner) fail(name string, err error, format string, args ...any) {
 	reason := fmt.Sprintf(format, args...)
-	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: CheckFail, Reason: reason})
+	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusFail, Reason: reason})
 	if pl.first == nil {
 		pl.first = &RefusedError{Op: "replace", Array: pl.p.Array, Check: name, Reason: reason, Err: err}
 	}
@@ -515,7 +515,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	if pl.first == nil {
 		// A check that did not run is never a pass.
 		for _, ck := range p.Checks {
-			if ck.Status == CheckSkip {
+			if ck.Status == StatusSkip {
 				pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: ck.Name, Reason: fmt.Sprintf("%s: not checked (%s)", ck.Name, ck.Reason), Err: errUnknownFact}
 				break
 			}
@@ -758,7 +758,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		if len(other) > 1 {
 			reason += fmt.Sprintf(" (and %d more findings)", len(other)-1)
 		}
-		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: CheckFail, Reason: reason})
+		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: StatusFail, Reason: reason})
 		if pl.first == nil {
 			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: checkBlank, Reason: notBlankReason(c, reason), Err: other[0]}
 		}

@@ -64,7 +64,7 @@ func TestPlanReplaceNewerKernel(t *testing.T) {
 		p, err := planReplace(f, cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, devUUID)
 		c.Assert(err, qt.IsNil)
 		for _, ck := range p.Checks {
-			c.Check(ck.Status, qt.Equals, CheckPass, qt.Commentf("%s: %s", ck.Name, ck.Reason))
+			c.Check(ck.Status, qt.Equals, StatusPass, qt.Commentf("%s: %s", ck.Name, ck.Reason))
 		}
 		c.Check(p.Superblock.LogicalBlockSize, qt.Equals, uint32(512))
 		c.Check(p.Superblock.Validate(disk), qt.IsNil)

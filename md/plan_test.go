@@ -198,7 +198,7 @@ func TestPlanReplace(t *testing.T) {
 				c.Assert(errors.As(err, &re), qt.IsTrue)
 				failed := 0
 				for _, ck := range p.Checks {
-					if ck.Status == CheckFail {
+					if ck.Status == StatusFail {
 						failed++
 					}
 				}
@@ -217,7 +217,7 @@ func TestPlanReplace(t *testing.T) {
 				c.Check(p.Remove, qt.IsNil)
 			}
 			for _, ck := range p.Checks {
-				c.Check(ck.Status, qt.Equals, CheckPass, qt.Commentf("%s: %s", ck.Name, ck.Reason))
+				c.Check(ck.Status, qt.Equals, StatusPass, qt.Commentf("%s: %s", ck.Name, ck.Reason))
 			}
 			c.Assert(p.Superblock, qt.Not(qt.IsNil))
 			c.Check(p.Superblock.Validate(size), qt.IsNil)

@@ -32,7 +32,7 @@ func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
 	c.Check(p.Steps, qt.HasLen, 0)
 }
 
@@ -46,7 +46,7 @@ func TestPlanRefusesEmptySyncAction(t *testing.T) {
 	f.s.action = ""
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkIdle), qt.Equals, CheckSkip)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
 }
 
 // TestPlanRefusesUnreadableArrayFacts: every attribute the decision uses
@@ -73,7 +73,7 @@ func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
 			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
 			p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 			c.Assert(err, qt.ErrorIs, errUnknownFact)
-			c.Check(checkStatus(p, tt.check), qt.Equals, CheckSkip)
+			c.Check(checkStatus(p, tt.check), qt.Equals, StatusSkip)
 			c.Check(err, qt.ErrorMatches, ".*"+tt.attr+".*")
 		})
 	}
@@ -91,7 +91,7 @@ func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
 	f.s.errs = append(f.s.errs, "component_size: permission denied")
 	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkSize), qt.Equals, CheckSkip)
+	c.Check(checkStatus(p, checkSize), qt.Equals, StatusSkip)
 }
 
 // TestExecuteRefusesUnreadableSyncActionWritesNothing: through the

@@ -94,7 +94,7 @@ func TestPlanRefusesBlockSize(t *testing.T) {
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
-	c.Check(checkStatus(p, checkBlockSize), qt.Equals, CheckFail)
+	c.Check(checkStatus(p, checkBlockSize), qt.Equals, StatusFail)
 
 	cand.LogicalBlockSize = 0
 	_, err = planReplace(f, cand, req, uuid.New())
@@ -153,16 +153,16 @@ func TestPlanCandidateNotInSysfs(t *testing.T) {
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Assert(err, qt.ErrorIs, ErrRefused)
 	c.Check(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkNotMember), qt.Equals, CheckFail)
-	c.Check(checkStatus(p, checkNotInUse), qt.Equals, CheckFail)
-	c.Check(checkStatus(p, checkBlank), qt.Equals, CheckFail)
+	c.Check(checkStatus(p, checkNotMember), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, checkNotInUse), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
 
 	// The scan could not run: a refusal, not a pass.
 	cand = r.m.candidateFacts(path, true)
 	cand.Findings, cand.scanned = nil, false
 	p, err = planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkBlank), qt.Equals, CheckFail)
+	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
 
 	// Not a block device: the candidate checks did not run.
 	cand = r.m.candidateFacts(path, true)
@@ -170,7 +170,7 @@ func TestPlanCandidateNotInSysfs(t *testing.T) {
 	p, err = planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, errNotBlockDevice)
 	for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize, checkSize} {
-		c.Check(checkStatus(p, name), qt.Equals, CheckSkip, qt.Commentf("%s", name))
+		c.Check(checkStatus(p, name), qt.Equals, StatusSkip, qt.Commentf("%s", name))
 	}
 
 	// A plan whose only blemish is a skipped check is refused.
@@ -214,7 +214,7 @@ func TestReplaceRefusesResumeOverData(t *testing.T) {
 			p, err := r.m.PlanReplace(context.Background(), req)
 			c.Assert(err, qt.IsNil)
 			c.Check(p.Resume, qt.Equals, ResumeWritten)
-			c.Check(checkStatus(p, checkResume), qt.Equals, CheckPass)
+			c.Check(checkStatus(p, checkResume), qt.Equals, StatusPass)
 
 			// Within the first or last 4 MiB, or in a sampled block.
 			const size = 64 << 20
