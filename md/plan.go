@@ -345,8 +345,11 @@ const (
 // cases. devUUID is the device UUID the new superblock gets unless the
 // candidate already carries one of an interrupted run.
 func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
+	a := build(f.s, "/dev")
+	// The members as the model shows them (the slots of a not-running
+	// array's members from their roles): a copy, f is the caller's.
+	f.s = f.s.asBuilt()
 	s := f.s
-	a := build(s, "/dev")
 	p := &Plan{
 		Array: s.name, UUID: a.UUID, Metadata: s.metadata.Raw, Level: a.Level,
 		RaidDisks: a.RaidDisks, Hot: req.Hot, Slot: -1, Candidate: c,

@@ -95,7 +95,8 @@ func (m *Manager) Replace(ctx context.Context, req ReplaceRequest) (*ReplaceResu
 // size.
 func (m *Manager) arrayFacts(name, member string) arrayFacts {
 	f := arrayFacts{s: m.read(name), member: m.memberName(member)}
-	src := cloneSource(f.s)
+	// The planner's clone source: it decides from the members as built.
+	src := cloneSource(f.s.asBuilt())
 	if src != nil && m.ops.diskNumbers != nil {
 		// Which descriptor numbers the kernel holds (devnumbers.go). When
 		// it cannot be asked, the superblocks and the 0.90 rule decide.

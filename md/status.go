@@ -17,8 +17,10 @@ func (m *Manager) status(fsys sysfs.FS, name string) Array {
 }
 
 // build turns a snapshot into the reported model. All health decisions
-// are made here and in health.go.
+// are made here and in health.go. It does not change s: what it derives
+// about the members (derive) goes into the Array alone.
 func build(s *snapshot, devRoot string) Array {
+	d := derive(s)
 	a := Array{
 		Device:    s.name,
 		Path:      strings.TrimSuffix(devRoot, "/") + "/" + s.name,
@@ -26,41 +28,22 @@ func build(s *snapshot, devRoot string) Array {
 		Metadata:  s.metadata.Raw,
 		Level:     string(s.level),
 		Layout:    s.layout,
-		RaidDisks: s.raidDisks,
+		RaidDisks: d.raidDisks,
 		State:     string(s.state),
 		Slots:     []Slot{},
 		Spares:    []Member{},
 		Faulty:    []Member{},
-		Errors:    slices.Clone(s.errs),
+		Errors:    append(slices.Clone(s.errs), d.errs...),
 	}
 	if s.chunk > 0 {
 		a.ChunkBytes = uint64(s.chunk)
 	}
 	a.SizeBytes = s.size * 512
-	if s.raidDisks > superblock.MaxDev1 {
-		// No kernel shows more slots than 1.x metadata holds.
-		a.Errors = append(a.Errors, fmt.Sprintf("raid_disks: %d exceeds the limit of %d slots: ignored", s.raidDisks, superblock.MaxDev1))
-		a.RaidDisks = 0
-	}
 	a.ComponentBytes = s.component * 1024
-
-	// An array runs when a personality is bound: the level is a name (a
-	// bare number means assembled but not started), and the state says so.
-	// A level word we do not know yet still counts as a personality.
-	_, bare := strconv.Atoi(string(s.level))
-	running := bare != nil && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
-		s.state != sysfs.StateInactive && s.state != sysfs.StateClear && s.state != ""
+	running := d.running
 
 	// Identity from the freshest superblock.
-	var newest *superblock.Superblock
-	var maxEvents uint64
-	for _, mem := range s.members {
-		if mem.sb != nil && (newest == nil || mem.sb.Events > newest.Events) {
-			newest = mem.sb
-		}
-	}
-	if newest != nil {
-		maxEvents = newest.Events
+	if newest := d.newest; newest != nil {
 		a.UUID = newest.SetUUID.String()
 		a.Name, a.Homehost = newest.Name(), newest.Homehost()
 		a.LayoutName = newest.LayoutName()
@@ -70,36 +53,6 @@ func build(s *snapshot, devRoot string) Array {
 			// kernel shows is kept, even one we do not know.
 			a.Level = newest.Level.String()
 		}
-		if a.RaidDisks == 0 {
-			// Not running: sysfs shows no raid_disks, and the
-			// superblock's count sizes the slot table. It comes
-			// from the disk: bound it by what the format can hold.
-			if lim := slotLimit(newest.Version); newest.RaidDisks > uint32(lim) {
-				e := fmt.Sprintf("superblock raid_disks %d exceeds the %s limit of %d slots: ignored", newest.RaidDisks, newest.Version, lim)
-				for i := range s.members {
-					if s.members[i].sb == newest {
-						s.members[i].Error = joinError(s.members[i].Error, e)
-					}
-				}
-				a.Errors = append(a.Errors, "raid_disks: "+e)
-			} else {
-				a.RaidDisks = int(newest.RaidDisks)
-			}
-		}
-	}
-
-	for i := range s.members {
-		mem := &s.members[i]
-		if mem.sb != nil && maxEvents > 1 && mem.sb.Events+1 < maxEvents {
-			mem.Stale = true
-		}
-		if !running && mem.Slot < 0 && mem.sb != nil {
-			// Members of an array that is not running have no slot in
-			// sysfs yet; their superblock role says where they belong.
-			if r := mem.sb.Role(); r.IsSlot() && int(r) < a.RaidDisks {
-				mem.Slot = int(r)
-			}
-		}
 	}
 
 	// Slots, spares and faulty members, and mdadm's counts.
@@ -108,8 +61,8 @@ func build(s *snapshot, devRoot string) Array {
 	for i := range a.Slots {
 		a.Slots[i] = Slot{Slot: i, State: SlotMissing}
 	}
-	for i := range s.members {
-		mem := &s.members[i]
+	for i := range d.members {
+		mem := &d.members[i]
 		faulty := mem.state.Has(sysfs.FlagFaulty)
 		sync := mem.state.Has(sysfs.FlagInSync)
 		switch {
@@ -163,6 +116,94 @@ func build(s *snapshot, devRoot string) Array {
 	a.Availability, a.Redundancy = classify(s, running, a.Level, inSync, max(missing, a.Degraded))
 	a.Activity = activity(s)
 	return a
+}
+
+// derived is what build works out from a snapshot beyond what was read.
+type derived struct {
+	// running: a personality is bound and the state says the array runs.
+	running bool
+	// newest is the superblock with the most events, or nil.
+	newest *superblock.Superblock
+	// raidDisks is the number of slots the model shows: sysfs's, or for
+	// an array that is not running, the newest superblock's, each bounded.
+	raidDisks int
+	// errs are the array's errors found here, after those read (s.errs).
+	errs []string
+	// members are copies of the snapshot's members with what the model
+	// adds: Stale, the slot a not-running array's member has by its
+	// superblock role, and an out-of-bounds raid_disks in the Error of the
+	// member whose superblock claims it.
+	members []memberSnap
+}
+
+// derive works out, from s alone and without changing it, what build
+// reports beyond the snapshot. It is a pure function: two calls on one
+// snapshot give equal values.
+func derive(s *snapshot) derived {
+	d := derived{raidDisks: s.raidDisks}
+	if s.raidDisks > superblock.MaxDev1 {
+		// No kernel shows more slots than 1.x metadata holds.
+		d.errs = append(d.errs, fmt.Sprintf("raid_disks: %d exceeds the limit of %d slots: ignored", s.raidDisks, superblock.MaxDev1))
+		d.raidDisks = 0
+	}
+
+	// An array runs when a personality is bound: the level is a name (a
+	// bare number means assembled but not started), and the state says so.
+	// A level word we do not know yet still counts as a personality.
+	_, bare := strconv.Atoi(string(s.level))
+	d.running = bare != nil && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
+		s.state != sysfs.StateInactive && s.state != sysfs.StateClear && s.state != ""
+
+	for _, mem := range s.members {
+		if mem.sb != nil && (d.newest == nil || mem.sb.Events > d.newest.Events) {
+			d.newest = mem.sb
+		}
+	}
+	var maxEvents uint64
+	var tooMany string // the newest superblock's raid_disks, out of bounds
+	if newest := d.newest; newest != nil {
+		maxEvents = newest.Events
+		if d.raidDisks == 0 {
+			// Not running: sysfs shows no raid_disks, and the
+			// superblock's count sizes the slot table. It comes
+			// from the disk: bound it by what the format can hold.
+			if lim := slotLimit(newest.Version); newest.RaidDisks > uint32(lim) {
+				tooMany = fmt.Sprintf("superblock raid_disks %d exceeds the %s limit of %d slots: ignored", newest.RaidDisks, newest.Version, lim)
+				d.errs = append(d.errs, "raid_disks: "+tooMany)
+			} else {
+				d.raidDisks = int(newest.RaidDisks)
+			}
+		}
+	}
+
+	d.members = slices.Clone(s.members)
+	for i := range d.members {
+		mem := &d.members[i]
+		if tooMany != "" && mem.sb == d.newest {
+			mem.Error = joinError(mem.Error, tooMany)
+		}
+		if mem.sb != nil && maxEvents > 1 && mem.sb.Events+1 < maxEvents {
+			mem.Stale = true
+		}
+		if !d.running && mem.Slot < 0 && mem.sb != nil {
+			// Members of an array that is not running have no slot in
+			// sysfs yet; their superblock role says where they belong.
+			if r := mem.sb.Role(); r.IsSlot() && int(r) < d.raidDisks {
+				mem.Slot = int(r)
+			}
+		}
+	}
+	return d
+}
+
+// asBuilt returns a copy of s whose members are as build reports them
+// (see derived.members); s is unchanged. Decisions that read members
+// from a snapshot, such as the replace planner's, read this copy, so
+// that they see the slots and errors the model shows.
+func (s *snapshot) asBuilt() *snapshot {
+	c := *s
+	c.members = derive(s).members
+	return &c
 }
 
 // classify decides availability and redundancy. Order of precedence:

@@ -1,0 +1,62 @@
+package md
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+)
+
+// TestBuildLeavesSnapshot checks that build derives what it reports
+// (stale members, the slots of a not-running array's members from their
+// superblock roles) into the Array alone: the snapshot it was given is
+// deep-equal afterwards to a second snapshot read from the same capture,
+// and building again gives the same Array. The planner decides from the
+// snapshot after build, so a change to it would change its decisions.
+func TestBuildLeavesSnapshot(t *testing.T) {
+	var sawStale, sawRoleSlot bool
+	for _, fc := range fixtureCases(t) {
+		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
+			c := qt.New(t)
+			m := fixtureManager(t, fc)
+			s, before := m.read(fc.Info.Array), m.read(fc.Info.Array)
+			c.Assert(reflect.DeepEqual(s, before), qt.IsTrue, qt.Commentf("two reads of one capture differ"))
+
+			a := build(s, m.devRoot)
+			c.Check(reflect.DeepEqual(s, before), qt.IsTrue, qt.Commentf("build changed the snapshot:\n got %+v\nwant %+v", s.members, before.members))
+			c.Check(reflect.DeepEqual(build(s, m.devRoot), a), qt.IsTrue, qt.Commentf("a second build differs"))
+
+			for _, mem := range modelMembers(a) {
+				sawStale = sawStale || mem.Stale
+			}
+			for _, ms := range before.members {
+				if ms.Slot >= 0 {
+					continue
+				}
+				for _, sl := range a.Slots {
+					sawRoleSlot = sawRoleSlot || (sl.Member != nil && sl.Member.Device == ms.Device)
+				}
+			}
+		})
+	}
+	// The cases that wrote into the snapshot are among the captures.
+	qt.Check(t, sawStale, qt.IsTrue, qt.Commentf("no capture has a stale member"))
+	qt.Check(t, sawRoleSlot, qt.IsTrue, qt.Commentf("no capture has a member slotted by its superblock role"))
+}
+
+// modelMembers lists every member of a, in slots, replacements, spares and
+// faulty.
+func modelMembers(a Array) []Member {
+	var out []Member
+	for _, sl := range a.Slots {
+		if sl.Member != nil {
+			out = append(out, *sl.Member)
+		}
+		if sl.Replacement != nil {
+			out = append(out, *sl.Replacement)
+		}
+	}
+	out = append(out, a.Spares...)
+	return append(out, a.Faulty...)
+}
