@@ -136,9 +136,11 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 		defer unlockDisk()
 	}
 
-	f := m.arrayFacts(p.Array, p.req.Member)
-	f.freeze = m.staleFreeze(key, true) // we hold the lock: any record is stale
-	q, err := planReplace(f, m.candidateFacts(p.req.With, p.req.AllowImageFile), p.req, p.devUUID)
+	// The same route as PlanReplace's, under the lock: the facts again in
+	// one pass (any freeze record is stale now: we hold the lock), the
+	// pure plan again, and nothing done unless it is the same plan.
+	rf := m.gatherReplace(p.Array, p.req, key)
+	q, err := planReplace(rf.array, rf.cand, p.req, p.devUUID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPlanChanged, err)
 	}

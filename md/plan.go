@@ -344,6 +344,10 @@ const (
 // check that failed; the plan, with every check, is returned in both
 // cases. devUUID is the device UUID the new superblock gets unless the
 // candidate already carries one of an interrupted run.
+//
+// It is a pure function of its arguments, the two parts of the
+// replaceFacts gatherReplace read: no I/O, no clock, and f and c are left
+// as they were (TestPlanReplaceReadsNothing). The plan refers to c.
 func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
 	a := build(f.s, "/dev")
 	// The members as the model shows them (the slots of a not-running

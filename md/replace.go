@@ -1,5 +1,31 @@
 package md
 
+// A replace request takes one route, the same for mdctl replace and for
+// heal (replaceFiller), in three stages:
+//
+//  1. Facts, in one pass: Manager.gatherReplace reads everything the
+//     decision needs into a replaceFacts, writing nothing: the array
+//     (arrayFacts: the snapshot Discover reads, the clone source's
+//     bitmap, the descriptor numbers the kernel holds, the array's
+//     logical block size), the freeze record an interrupted run left
+//     (staleFreeze), and the candidate disk (candidateFacts: stat, the
+//     block device's size and block size, sysfs identity, holders,
+//     partitions, array roles, the stack around it (stackFacts), mounts,
+//     an O_EXCL probe, and the blank scan (Candidate.scan, candidateArea)).
+//  2. A pure plan: planReplace (plan.go) turns those facts and the
+//     request into a Plan or a *RefusedError. It reads nothing, keeps no
+//     clock and changes none of its facts: planning twice from one
+//     replaceFacts gives the same plan, whatever happened to the disks
+//     meanwhile.
+//  3. One executor: Manager.ExecuteReplace (execute.go) takes the
+//     locks, gathers the facts again with gatherReplace and plans again
+//     with planReplace, refusing with ErrPlanChanged when planDiff finds
+//     a difference, and only then carries out the plan's steps through
+//     the kernel interface. The final blank check runs on the exclusive
+//     descriptor that writes (kernel.go, WriteDevice).
+//
+// PlanReplace is stages 1 and 2; Replace is all three.
+
 import (
 	"context"
 	"errors"
@@ -60,10 +86,12 @@ type ReplaceRequest struct {
 // ErrNoEmptySlot or ErrNotBlank). Other errors mean the system could not
 // be read.
 func (m *Manager) PlanReplace(ctx context.Context, req ReplaceRequest) (*Plan, error) {
-	return m.planReplace(ctx, req, uuid.New())
+	return m.planRequest(ctx, req, uuid.New())
 }
 
-func (m *Manager) planReplace(ctx context.Context, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
+// planRequest is PlanReplace with the device UUID given: the facts in
+// one pass, then the pure plan.
+func (m *Manager) planRequest(ctx context.Context, req ReplaceRequest, devUUID uuid.UUID) (*Plan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -74,10 +102,35 @@ func (m *Manager) planReplace(ctx context.Context, req ReplaceRequest, devUUID u
 	if err != nil {
 		return nil, refuseLookup("replace", req.Array, req.Member, err)
 	}
+	rf := m.gatherReplace(name, req, "")
+	return planReplace(rf.array, rf.cand, req, devUUID)
+}
+
+// replaceFacts is everything the replace decision reads about a request:
+// the array and the candidate disk. gatherReplace fills it in one pass;
+// planReplace decides from it alone.
+type replaceFacts struct {
+	array arrayFacts
+	cand  *Candidate
+}
+
+// gatherReplace reads, in one pass and writing nothing, every fact the
+// replace decision needs about req into the array name (a kernel name):
+// the array's (arrayFacts), the record of a freeze an interrupted
+// replace left (staleFreeze), and the candidate's (candidateFacts).
+//
+// held is the key of the array's lock when the caller holds it (the
+// executor): the freeze record under that key is then stale whoever
+// wrote it. With held empty (planning), the record is the one of the
+// array's UUID, and counts only when no replace holds the lock.
+func (m *Manager) gatherReplace(name string, req ReplaceRequest, held string) replaceFacts {
 	f := m.arrayFacts(name, req.Member)
-	f.freeze = m.staleFreeze(snapshotUUID(f.s), false)
-	c := m.candidateFacts(req.With, req.AllowImageFile)
-	return planReplace(f, c, req, devUUID)
+	if held != "" {
+		f.freeze = m.staleFreeze(held, true)
+	} else {
+		f.freeze = m.staleFreeze(snapshotUUID(f.s), false)
+	}
+	return replaceFacts{array: f, cand: m.candidateFacts(req.With, req.AllowImageFile)}
 }
 
 // Replace plans a replace and carries it out (PlanReplace, then
