@@ -282,13 +282,22 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 	}
 	ds := decideHeal(r, rs, m.ports(log), m.devRoot)
 	ds = append(thawed, ds...)
+	// The identities of the disks offered, read before any is used: the
+	// retry rule (fillOnce) decides from them.
+	attempts := make([]healAttempt, len(ds))
+	known := make([]bool, len(ds))
+	for i := range ds {
+		if ds[i].Outcome == "" {
+			attempts[i], known[i] = m.attemptOf(&ds[i])
+		}
+	}
 	for i := range ds {
 		if ds[i].Outcome == OutcomeUnfrozen {
 			continue // logged by thawAll
 		}
 		d := &ds[i]
 		if d.Outcome == "" {
-			m.fillOnce(ctx, cfg, r, d)
+			m.fillOnce(ctx, cfg, r, d, attempts[i], known[i])
 		}
 		logDecision(log, *d)
 	}
@@ -300,9 +309,10 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 // a failure that will recur is not retried on every pass (each retry
 // freezes, rewrites the superblock, adds and unfreezes, which wakes the
 // next pass). Such a decision is OutcomeFailed with the first failure's
-// reason, so that the watcher reports it once.
-func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *Decision) {
-	at, known := m.attemptOf(d)
+// reason, so that the watcher reports it once. at names the attempt
+// (attemptOf); known is false when its disk could not be described, and
+// it is then always tried.
+func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *Decision, at healAttempt, known bool) {
 	var shape string
 	if a := r.find(d.Array); a != nil {
 		shape = healShape(a)
