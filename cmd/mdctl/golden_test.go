@@ -63,8 +63,12 @@ func goldenCase(t *testing.T, name string) ([]string, *fixture.Case) {
 // zero, so that a change of exit code is a golden change too.
 func goldenRun(t *testing.T, base, ext string, fix func(string) string, args ...string) {
 	t.Helper()
-	goldenRunAt(t, base, ext, fix, nil, args...)
+	goldenRunAt(t, base, ext, fix, goldenNow, args...)
 }
+
+// goldenNow is the clock of every golden run: reports carry its time, in
+// UTC (it is not in UTC itself, so a report that forgot to convert shows).
+func goldenNow() time.Time { return time.Date(2026, 1, 2, 4, 4, 5, 0, time.FixedZone("CET", 3600)) }
 
 // goldenRunAt is goldenRun with the clock that dates reports.
 func goldenRunAt(t *testing.T, base, ext string, fix func(string) string, now func() time.Time, args ...string) {
@@ -111,8 +115,7 @@ func TestGoldenStatus(t *testing.T) {
 func TestGoldenStatusDiscover(t *testing.T) {
 	gd := filepath.Join(goldenDir(t), "status")
 	flags, _ := goldenCase(t, "eight-arrays")
-	// Not in UTC: the report is.
-	now := func() time.Time { return time.Date(2026, 1, 2, 4, 4, 5, 0, time.FixedZone("CET", 3600)) }
+	now := goldenNow
 	base := filepath.Join(gd, "eight-arrays")
 	goldenRunAt(t, base, ".json", nil, now, append([]string{"status", "--json"}, flags...)...)
 	goldenRunAt(t, base, ".txt", nil, now, append([]string{"status"}, flags...)...)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -25,11 +24,6 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	r, err := m.DiscoverNames(ctx, c.Arrays...)
 	if err != nil {
 		return &exitError{code: exitUnreadable, msg: err.Error()}
-	}
-	if len(c.Arrays) > 0 {
-		// The status of named arrays has always shown no report time:
-		// the JSON form keeps it so (STATUS-JSON.md, the golden files).
-		r.Time = time.Time{}
 	}
 	format := c.Format
 	if c.JSON {
