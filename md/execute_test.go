@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // writeCall is the WriteDevice call the fake records for a plan.
@@ -250,4 +252,54 @@ func TestExecuteReplaceConcurrent(t *testing.T) {
 		}
 	}
 	c.Check(ok, qt.Equals, 1)
+}
+
+// danglingMember makes a member's block link point nowhere, as when its
+// disk was pulled: the kernel keeps dev-X, the block device is gone.
+func danglingMember(t *testing.T, r *replaceRig, member string) {
+	t.Helper()
+	link := r.m.fs.Path("block", r.name, "md", "dev-"+member, "block")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(dir, target)
+	if _, err := os.Stat(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExecuteReplaceRemovesPulledMember: a faulty member whose disk is
+// gone has no device number; it is removed through sysfs, never with a
+// HOT_REMOVE_DISK of 0:0.
+func TestExecuteReplaceRemovesPulledMember(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-failed")
+	danglingMember(t, r, "vdb")
+	res, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	calls := r.k.Calls()
+	c.Assert(len(calls) > 0, qt.IsTrue)
+	c.Check(calls[0], qt.Equals, "WriteState(md0, vdb, remove)")
+	c.Check(res.Slot, qt.Equals, 1)
+}
+
+// TestHotRemoveENXIO: "not a member" counts as removed only when the
+// member's directory is really gone.
+func TestHotRemoveENXIO(t *testing.T) {
+	c := qt.New(t)
+	r, _ := replaceOn(t, "raid1-failed")
+	r.k.fail = map[string]error{"HotRemove": unix.ENXIO}
+	err := hotRemove(r.k, r.m.fs, r.name, &PlanMember{Device: "vdb", dev: sysfs.DevNum{Major: 254, Minor: 16}})
+	c.Check(err, qt.ErrorIs, unix.ENXIO)
+	c.Assert(os.RemoveAll(r.m.fs.Path("block", r.name, "md", "dev-vdb")), qt.IsNil)
+	err = hotRemove(r.k, r.m.fs, r.name, &PlanMember{Device: "vdb", dev: sysfs.DevNum{Major: 254, Minor: 16}})
+	c.Check(err, qt.IsNil)
 }

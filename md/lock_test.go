@@ -1,11 +1,13 @@
 package md
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/go-mdraid/mdraid/sysfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,4 +84,21 @@ func TestLockFile(t *testing.T) {
 	unlock, err = lockArray(dir, "k")
 	c.Assert(err, qt.IsNil)
 	unlock()
+}
+
+// TestExecuteReplaceLocksTheDisk: two replaces into different arrays must
+// not share a disk, so the executor also locks the candidate's device
+// number.
+func TestExecuteReplaceLocksTheDisk(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	p.candDev = sysfs.DevNum{Major: 254, Minor: 99} // as for a block device
+	unlock, err := lockArray(r.m.ops.runDir, "disk-254:99")
+	c.Assert(err, qt.IsNil)
+	defer unlock()
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.ErrorIs, errLocked)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
 }

@@ -1,8 +1,10 @@
 package md
 
 import (
+	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -473,4 +475,45 @@ func TestPlanResumePinned(t *testing.T) {
 	cand.residue = []*NotBlankError{{Kind: KindData, What: "data", Offset: 8 << 20}}
 	_, err = planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, errHasData)
+}
+
+// TestPlanRefusesUnknownDevNumber: a member that stays bound but whose
+// superblock cannot be read may hold any descriptor number; the planner
+// refuses rather than risk a collision after writing.
+func TestPlanRefusesUnknownDevNumber(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid5-degraded")
+	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil)
+	_, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errMemberUnknown)
+}
+
+// TestPlanRefusesEmptyDevice: a device with no capacity is refused by
+// the planner, before anything is removed or frozen.
+func TestPlanRefusesEmptyDevice(t *testing.T) {
+	c := qt.New(t)
+	r, _ := replaceOn(t, "raid1-failed")
+	path := r.candidate(t, "vdy", 0)
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+}
+
+// TestPlanPulledFaultyMember: a faulty member whose disk was pulled has no
+// readable superblock; its number is one the in-sync members' superblocks
+// mark faulty, so the new member's number avoids all of those.
+func TestPlanPulledFaultyMember(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-failed")
+	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil) // the pulled disk
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	src := cloneSource(r.facts(t, "").s)
+	c.Assert(src, qt.Not(qt.IsNil))
+	c.Assert(int(p.DevNumber) < len(src.sb.DevRoles) || p.DevNumber >= 2, qt.IsTrue)
+	if int(p.DevNumber) < len(src.sb.DevRoles) {
+		c.Check(src.sb.DevRoles[p.DevNumber], qt.Not(qt.Equals), superblock.RoleFaulty)
+	}
+	c.Check(src.sb.DevRoles[1], qt.Equals, superblock.RoleFaulty, qt.Commentf("the capture marks vdb's number faulty"))
 }
