@@ -1,6 +1,7 @@
 package md
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -302,4 +303,66 @@ func TestHotRemoveENXIO(t *testing.T) {
 	c.Assert(os.RemoveAll(r.m.fs.Path("block", r.name, "md", "dev-vdb")), qt.IsNil)
 	err = hotRemove(r.k, r.m.fs, r.name, &PlanMember{Device: "vdb", dev: sysfs.DevNum{Major: 254, Minor: 16}})
 	c.Check(err, qt.IsNil)
+}
+
+// TestExecuteRefusesUnreadableSyncActionWritesNothing: through the
+// executor, the refusal writes nothing to the candidate.
+func TestExecuteRefusesUnreadableSyncActionWritesNothing(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	before := readImage(t, path)
+	c.Assert(os.Remove(r.m.fs.Path("block", r.name, "md", "sync_action")), qt.IsNil)
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+}
+
+// TestHotSlotFailureSaysWantReplacement: a hot replace whose slot pin
+// fails after want_replacement was set says that the old member is
+// marked, and how to clear it.
+func TestHotSlotFailureSaysWantReplacement(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-v1.2")
+	r.k.fail = map[string]error{"SetSlot": unix.EBUSY}
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", Hot: true, AllowImageFile: true})
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Done, qt.Contains, StepWantReplacement)
+	c.Check(ee.State, qt.Contains, "want_replacement")
+	c.Check(ee.State, qt.Contains, "-want_replacement")
+}
+
+// TestSlotFailureWithoutFreezeSaysNotFrozen: the message of a SetSlot
+// failure says recovery is left frozen only when this run froze it.
+func TestSlotFailureWithoutFreezeSaysNotFrozen(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	r.k.fail = map[string]error{"SetSlot": unix.EBUSY}
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	x := &execution{m: r.m, p: p, key: p.UUID, done: []StepKind{StepWriteSuperblock, StepAdd}}
+	err = x.failed(StepSetSlot, unix.EBUSY)
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(strings.Contains(ee.State, "left frozen"), qt.IsFalse, qt.Commentf("%s", ee.State))
+	c.Check(ee.State, qt.Contains, "not frozen")
+}
+
+// TestAdoptedFreezeFailureIsAChange: a run that adopted the freeze an
+// interrupted replace left, and fails before writing, unfreezes an array
+// that was frozen before it started: that is a change, and
+// NothingChanged is not set.
+func TestAdoptedFreezeFailureIsAChange(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	p.adopted = &freezeRecord{}
+	x := &execution{m: r.m, p: p, key: p.UUID, froze: true}
+	err = x.failed(StepWriteSuperblock, &notWrittenError{unix.EBUSY})
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.NothingChanged, qt.IsFalse)
+	c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
 }

@@ -1,11 +1,14 @@
 package md
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -21,4 +24,72 @@ func TestWriteDeviceChecksTheDevice(t *testing.T) {
 	b, err := os.ReadFile(path)
 	c.Assert(err, qt.IsNil)
 	c.Check(b, qt.DeepEquals, make([]byte, 8192))
+}
+
+// TestWriteDeviceResumeChecksOwnArea: resuming, the final check on the
+// writing descriptor verifies that the area left out of the blank rule
+// still holds what the plan resumes. A bcache superblock that appeared
+// there since the plan is refused, and the disk is byte-identical.
+func TestWriteDeviceResumeChecksOwnArea(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
+	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	// Between the plan and the write, the disk becomes a bcache backing
+	// device: its superblock sits at 4096+24, inside the area left out.
+	bc := make([]byte, 4096)
+	copy(bc[24:], "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")
+	writeImage(t, path, 4096, bc)
+	before := readImage(t, path)
+	err = sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)})
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the bcache superblock was overwritten"))
+}
+
+// TestWriteDeviceResumeAcceptsOwnArea: the same resume with our
+// superblock untouched writes.
+func TestWriteDeviceResumeAcceptsOwnArea(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
+	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	c.Check(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)}), qt.IsNil)
+}
+
+// TestWriteDeviceOpensPlannedDeviceExclusively: with a planned device
+// number, WriteDevice opens with O_EXCL whatever a stat before the open
+// said, and refuses what turns out not to be the planned block device.
+func TestWriteDeviceOpensPlannedDeviceExclusively(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	p, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.IsNil)
+	before := readImage(t, path)
+	var flags []int
+	k := sysKernel{openFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		flags = append(flags, flag)
+		return os.OpenFile(name, flag, perm)
+	}}
+	err = k.WriteDevice(deviceWrite{Path: path, Dev: sysfs.DevNum{Major: 254, Minor: 99}, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p.regions})
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	c.Assert(flags, qt.Not(qt.HasLen), 0)
+	for _, fl := range flags {
+		c.Check(fl&unix.O_EXCL, qt.Not(qt.Equals), 0)
+	}
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue)
 }

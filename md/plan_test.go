@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -516,4 +517,118 @@ func TestPlanPulledFaultyMember(t *testing.T) {
 		c.Check(src.sb.DevRoles[p.DevNumber], qt.Not(qt.Equals), superblock.RoleFaulty)
 	}
 	c.Check(src.sb.DevRoles[1], qt.Equals, superblock.RoleFaulty, qt.Commentf("the capture marks vdb's number faulty"))
+}
+
+// TestPlanRefusesUnreadableSyncAction: an unreadable sync_action is no
+// evidence that nothing runs. The plan refuses with errUnknownFact, shows
+// the check as skipped, and writes nothing.
+func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	f := r.facts(t, "")
+	f.s.action = ""
+	f.s.errs = append(f.s.errs, "sync_action: permission denied")
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
+	c.Check(p.Steps, qt.HasLen, 0)
+}
+
+// TestPlanRefusesEmptySyncAction: a redundant array always has a
+// sync_action; reading none (the attribute missing) is not "idle".
+func TestPlanRefusesEmptySyncAction(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 64<<20)
+	f := r.facts(t, "")
+	f.s.action = ""
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
+	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
+}
+
+// TestPlanRefusesUnreadableArrayFacts: every attribute the decision uses
+// that could not be read is a refusal, shown as [skip], never [pass].
+func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
+	for _, tt := range []struct {
+		attr  string
+		check string
+		edit  func(*snapshot)
+	}{
+		{"sync_completed", checkIdle, func(s *snapshot) { s.progress = sysfs.Progress{} }},
+		{"array_state", checkRunning, func(s *snapshot) { s.state = "" }},
+		{"degraded", checkRunning, func(s *snapshot) { s.degraded = nil }},
+		{"raid_disks", checkSlot, func(s *snapshot) {}},
+		{"members", checkSlot, func(s *snapshot) {}},
+		{"component_size", checkSize, func(s *snapshot) { s.component = 0 }},
+	} {
+		t.Run(tt.attr, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, "raid1-degraded-missing")
+			path := r.candidate(t, "vdz", 64<<20)
+			f := r.facts(t, "")
+			tt.edit(f.s)
+			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
+			p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+			c.Assert(err, qt.ErrorIs, errUnknownFact)
+			c.Check(checkStatus(p, tt.check), qt.Equals, StatusSkip)
+			c.Check(err, qt.ErrorMatches, ".*"+tt.attr+".*")
+		})
+	}
+}
+
+// TestPlanRefusesUnreadableComponentSize: without component_size, no
+// candidate is known to be big enough; an 8 MiB disk for a 64 MiB
+// mirror must not pass.
+func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-degraded-missing")
+	path := r.candidate(t, "vdz", 8<<20)
+	f := r.facts(t, "")
+	f.s.component = 0
+	f.s.errs = append(f.s.errs, "component_size: permission denied")
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.ErrorIs, errUnknownFact)
+	c.Check(checkStatus(p, checkSize), qt.Equals, StatusSkip)
+}
+
+// TestMemberWritesBoundsTheBitmap: memberWrites never allocates more than
+// the bitmap format allows for the array's size, whatever the bitmap
+// header says.
+func TestMemberWritesBoundsTheBitmap(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-bitmap")
+	path := r.candidate(t, "vdy", 64<<20)
+	f := r.facts(t, "")
+	setAction(sysfs.ActionIdle)(f.s)
+	dropMember("vdb")(f.s)
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.IsNil)
+	for _, tt := range []struct {
+		name               string
+		dataSize, syncSize uint64
+		chunk              uint32
+	}{
+		{"bits past the format limit", 200 << 20 * 8, 160 << 20 * 8, 512},
+		{"bitmap larger than the member", 64, 160 << 20 * 8, 512},
+		{"chunk not a power of two", 200 << 20 * 8, 1 << 20, 1000},
+	} {
+		c.Run(tt.name, func(c *qt.C) {
+			sb := p.Superblock.Clone()
+			sb.DataOffset = 1 << 30 // 512 GiB of room before the data
+			sb.DataSize = tt.dataSize
+			sb.BBLogOffset, sb.BBLogSize = 0, 0
+			bm := *f.bitmap
+			bm.ChunkSize = tt.chunk
+			bm.SyncSize = tt.syncSize
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			_, err := memberWrites(sb, &bm)
+			runtime.ReadMemStats(&m1)
+			c.Check(err, qt.Not(qt.IsNil))
+			c.Check(m1.TotalAlloc-m0.TotalAlloc < 1<<20, qt.IsTrue)
+		})
+	}
 }

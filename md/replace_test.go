@@ -1,15 +1,19 @@
 package md
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/sysfs"
+	"github.com/google/uuid"
 )
 
 // fakeKernel records every call and imitates the kernel's visible effects
@@ -227,3 +231,45 @@ func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {
 }
 
 func slotp(n int) *int { return &n }
+
+// TestCandidateFactsHostileBitmapAllocation: a hostile candidate (one
+// 1.2 superblock with a bitmap whose bits fill almost the whole disk)
+// does not make candidateFacts allocate what its superblock says.
+func TestCandidateFactsHostileBitmapAllocation(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-bitmap")
+	small := r.candidate(t, "vdy", 64<<20)
+	f := r.facts(t, "")
+	setAction(sysfs.ActionIdle)(f.s)
+	dropMember("vdb")(f.s)
+	p, err := planReplace(f, r.m.candidateFacts(small, true), ReplaceRequest{Array: r.name, With: small, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.IsNil)
+
+	const size = 1 << 30
+	path := r.candidate(t, "vdz", size)
+	sb := p.Superblock.Clone()
+	sb.DataOffset = size/512 - 64
+	sb.DataSize = 64
+	bm := *f.bitmap
+	bm.ChunkSize = 512
+	bm.SyncSize = 900 << 20 * 8 // bits/8 = 900 MiB
+	sb.BBLogOffset, sb.BBLogSize = 0, 0
+	hdr, err := sb.MarshalBinary()
+	c.Assert(err, qt.IsNil)
+	bh, err := bm.MarshalBinary()
+	c.Assert(err, qt.IsNil)
+	// Only the superblock and the bitmap header: a sparse image.
+	writeImage(t, path, sb.DiskOffset, hdr)
+	writeImage(t, path, sb.DiskOffset+int64(sb.BitmapOffset)*512, bh)
+	before := readImage(t, path)
+
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	cand := r.m.candidateFacts(path, true)
+	runtime.ReadMemStats(&m1)
+	c.Check(m1.TotalAlloc-m0.TotalAlloc < 64<<20, qt.IsTrue, qt.Commentf("candidateFacts allocated %d MiB", (m1.TotalAlloc-m0.TotalAlloc)>>20))
+	_, err = planReplace(f, cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue)
+}

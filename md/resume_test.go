@@ -1,0 +1,61 @@
+package md
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/google/uuid"
+
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// TestResumeBetweenSuperblockAndBitmap: a run killed after the superblock
+// region and before the bitmap region converges: the rerun resumes.
+func TestResumeBetweenSuperblockAndBitmap(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-bitmap")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	plan := func() (*Plan, error) {
+		f := r.facts(t, "")
+		setAction(sysfs.ActionIdle)(f.s)
+		dropMember("vdb")(f.s)
+		return planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
+	}
+	p1, err := plan()
+	c.Assert(err, qt.IsNil)
+	c.Assert(p1.regions, qt.HasLen, 2)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions[:1]}), qt.IsNil)
+	p2, err := plan()
+	c.Assert(err, qt.IsNil)
+	c.Check(p2.Resume, qt.Equals, ResumeWritten)
+	c.Check(p2.DeviceUUID, qt.Equals, p1.DeviceUUID)
+	// The resumed write completes the disk as a fresh run would.
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)}), qt.IsNil)
+	for _, rg := range p1.regions {
+		got := readImage(t, path)[rg.Off : rg.Off+int64(len(rg.Data))]
+		c.Check(bytes.Equal(got, rg.Data), qt.IsTrue, qt.Commentf("%s", rg.What))
+	}
+}
+
+// TestResumeRefusesForeignBitmapArea: the bitmap area of a half-done run
+// holds something else than nothing or our bitmap: not blank.
+func TestResumeRefusesForeignBitmapArea(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-bitmap")
+	path := r.candidate(t, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	f := r.facts(t, "")
+	setAction(sysfs.ActionIdle)(f.s)
+	dropMember("vdb")(f.s)
+	p1, err := planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions[:1]}), qt.IsNil)
+	writeImage(t, path, p1.regions[1].Off+4096, bytes.Repeat([]byte("data"), 1024))
+	_, err = planReplace(f, r.m.candidateFacts(path, true), req, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	var nb *NotBlankError
+	c.Check(errors.As(err, &nb), qt.IsTrue)
+}
