@@ -1,11 +1,14 @@
 package md
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/go-mdraid/mdraid/internal/fixture"
 )
 
 // TestBuildLeavesSnapshot checks that build derives what it reports
@@ -59,4 +62,31 @@ func modelMembers(a Array) []Member {
 	}
 	out = append(out, a.Spares...)
 	return append(out, a.Faulty...)
+}
+
+// TestUnknownLevelStillRuns: a personality name no kernel had when this
+// was written is kept, and the array is not taken for inactive; a bare
+// number is what an assembled, not started array shows.
+func TestUnknownLevelStillRuns(t *testing.T) {
+	c := qt.New(t)
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", "boot-mirror"))
+	c.Assert(err, qt.IsNil)
+	sys, dev, err := fc.Materialize(t.TempDir())
+	c.Assert(err, qt.IsNil)
+	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
+	c.Assert(err, qt.IsNil)
+	level := m.FS().Path("block", fc.Info.Array, "md", "level")
+	for _, tt := range []struct {
+		level, want string
+		avail       Availability
+	}{
+		{"raid99\n", "raid99", Online},
+		{"1\n", "raid1", Inactive},
+	} {
+		c.Assert(os.WriteFile(level, []byte(tt.level), 0o644), qt.IsNil)
+		a, err := m.Status(context.Background(), fc.Info.Array)
+		c.Assert(err, qt.IsNil)
+		c.Check(a.Level, qt.Equals, tt.want)
+		c.Check(a.Availability, qt.Equals, tt.avail, qt.Commentf("level %q", tt.level))
+	}
 }
