@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -264,4 +265,45 @@ func TestBlankMasked(t *testing.T) {
 	c.Assert(fs, qt.HasLen, 1)
 	c.Check(fs[0].Kind, qt.Equals, KindData)
 	c.Check(fs[0].Offset, qt.Equals, int64(8192))
+}
+
+// TestReplaceRefusesPartitionData (item 1): a disk whose MBR was wiped
+// but whose partition at 1 MiB still holds an ext4 (or an LVM PV) is
+// refused, and nothing is written.
+func TestReplaceRefusesPartitionData(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		off  int64
+		b    []byte
+	}{
+		{"ext4 at 1 MiB", 1<<20 + 1080, u16le(0xef53)},
+		{"LVM2 PV at 1 MiB + 512", 1<<20 + 512, []byte("LABELONE")},
+		{"XFS at 16 MiB", 16 << 20, []byte("XFSB")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, "raid1-degraded-missing")
+			writeImage(t, path, tt.off, tt.b)
+			before := readImage(t, path)
+			_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Check(err, qt.ErrorIs, errHasSignature)
+			c.Check(err, qt.ErrorMatches, `.*in a partition at byte.*blkdiscard.*wipefs -a alone is not enough.*`)
+			c.Check(r.k.Calls(), qt.HasLen, 0)
+			c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+		})
+	}
+}
+
+// TestNotBlankNamesSerial: the refusal names the disk by serial and
+// path and says how to blank it.
+func TestNotBlankNamesSerial(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	writeImage(t, path, 1080, u16le(0xef53))
+	cand := r.m.candidateFacts(path, true)
+	cand.Serial = "WD-WCC4E1234567"
+	_, err := planReplace(r.facts(t, ""), cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, errHasSignature)
+	c.Check(err, qt.ErrorMatches, `.*`+path+` \(serial WD-WCC4E1234567\) is not blank: ext2/3/4 superblock at byte 1080\. .*blkdiscard `+path+`; wipefs -a alone is not enough.*`)
 }

@@ -444,3 +444,32 @@ func TestWritePartialAdvice(t *testing.T) {
 	c.Check(ee.State, qt.Matches, `the superblock write on .* failed and may be partial; .*`)
 	c.Check(ee.NothingChanged, qt.IsFalse)
 }
+
+// TestExecuteFinalBlankCheck (item 10): a file system made between the
+// plan (and the executor's re-plan) and the write is found by the check
+// on the descriptor that writes, and is not overwritten.
+func TestExecuteFinalBlankCheck(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-failed")
+	var before []byte
+	r.m.ops.afterStep = func(k StepKind) error {
+		if k == StepFreeze { // mkfs finishes now
+			writeImage(t, path, 0, []byte("XFSB"))
+			before = readImage(t, path)
+		}
+		return nil
+	}
+	_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
+	c.Assert(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, errHasSignature)
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Step, qt.Equals, StepWriteSuperblock)
+	c.Check(ee.State, qt.Contains, "nothing was written to "+path)
+	c.Check(ee.State, qt.Contains, "vdb")
+	c.Check(ee.State, qt.Not(qt.Contains), "zero-superblock")
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+	for _, call := range r.k.Calls() {
+		c.Check(strings.HasPrefix(call, "AddNewDisk"), qt.IsFalse)
+	}
+}

@@ -2,6 +2,7 @@ package md
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,4 +138,36 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readImage returns the whole image.
+func readImage(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeImage(t testing.TB, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkStatus returns the status of the named check, or "" if absent.
+func checkStatus(p *Plan, name string) CheckStatus {
+	for _, ck := range p.Checks {
+		if ck.Name == name {
+			return ck.Status
+		}
+	}
+	return ""
 }

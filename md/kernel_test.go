@@ -93,3 +93,22 @@ func TestWriteDeviceOpensPlannedDeviceExclusively(t *testing.T) {
 	}
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue)
 }
+
+// TestWriteDeviceRefusesBlockSize (item 2, the final check): the write
+// refuses a device whose logical block size exceeds the array's, or
+// differs from the planned one, and writes nothing.
+func TestWriteDeviceRefusesBlockSize(t *testing.T) {
+	c := qt.New(t)
+	path := filepath.Join(t.TempDir(), "disk")
+	c.Assert(os.WriteFile(path, make([]byte, 64<<10), 0o644), qt.IsNil)
+	w := deviceWrite{Path: path, Size: 64 << 10, LBS: 512, MaxLBS: 256, Regions: []region{{What: "sb", Off: 4096, Data: []byte{1, 2, 3}}}}
+	err := sysKernel{}.WriteDevice(w)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	w.MaxLBS, w.LBS = 512, 4096
+	c.Check(sysKernel{}.WriteDevice(w), qt.ErrorIs, ErrPlanChanged)
+	w.LBS, w.Size = 512, 1<<20
+	c.Check(sysKernel{}.WriteDevice(w), qt.ErrorIs, ErrPlanChanged)
+	c.Check(bytes.Equal(readImage(t, path), make([]byte, 64<<10)), qt.IsTrue, qt.Commentf("the candidate changed"))
+}

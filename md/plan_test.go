@@ -1,6 +1,7 @@
 package md
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -631,4 +632,144 @@ func TestMemberWritesBoundsTheBitmap(t *testing.T) {
 			c.Check(m1.TotalAlloc-m0.TotalAlloc < 1<<20, qt.IsTrue)
 		})
 	}
+}
+
+// TestPlanRefusesBlockSize (item 2): a candidate with larger logical
+// blocks than the array's is refused, and so is one whose block size, or
+// the array's, is unknown.
+func TestPlanRefusesBlockSize(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	f := r.facts(t, "")
+	c.Assert(f.lbs, qt.Equals, int64(512))
+
+	cand := r.m.candidateFacts(path, true)
+	cand.LogicalBlockSize = 4096 // a 4Kn disk
+	p, err := planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
+	c.Check(checkStatus(p, checkBlockSize), qt.Equals, StatusFail)
+
+	cand.LogicalBlockSize = 0
+	_, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+
+	// A 4Kn array takes a 512-byte disk.
+	cand.LogicalBlockSize = 512
+	f.lbs = 4096
+	_, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.IsNil)
+
+	// The array's block size unknown.
+	c.Assert(os.Remove(r.m.fs.Path("block", r.name, "queue", "logical_block_size")), qt.IsNil)
+	before := readImage(t, path)
+	_, err = r.m.Replace(context.Background(), req)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+}
+
+// TestPlanCandidateNotInSysfs (item 5): facts that could not be
+// established are refusals, and checks that did not run are shown as
+// skipped, never passed.
+func TestPlanCandidateNotInSysfs(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	writeImage(t, path, 1080, u16le(0xef53))
+	f := r.facts(t, "")
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+
+	// A block device the sysfs root does not know: the blank scan still
+	// runs (and finds the ext4), membership and holders are unknown.
+	cand := r.m.candidateFacts(path, true)
+	cand.Image, cand.BlockDevice, cand.Device = false, true, ""
+	cand.Holders = nil
+	cand.unknown(&cand.sysfsErr, "not in sysfs", os.ErrNotExist)
+	p, err := planReplace(f, cand, req, uuid.New())
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(checkStatus(p, checkNotMember), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, checkNotInUse), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
+
+	// The scan could not run: a refusal, not a pass.
+	cand = r.m.candidateFacts(path, true)
+	cand.Findings, cand.scanned = nil, false
+	p, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
+
+	// Not a block device: the candidate checks did not run.
+	cand = r.m.candidateFacts(path, true)
+	cand.Image = false
+	p, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, errNotBlockDevice)
+	for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize, checkSize} {
+		c.Check(checkStatus(p, name), qt.Equals, StatusSkip, qt.Commentf("%s", name))
+	}
+
+	// A plan whose only blemish is a skipped check is refused.
+	pl := &planner{p: &Plan{Array: "md0"}}
+	pl.pass("a", "fine")
+	pl.skip("b", "did not run")
+	c.Check(pl.first, qt.IsNil)
+}
+
+// TestPlanSkipIsRefused: planReplace refuses a plan with a skipped check
+// even when no check failed.
+func TestPlanSkipIsRefused(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	f := r.facts(t, "")
+	f.s.raidDisks = 0 // planSlot skips: no slots to look at
+	for i := range f.s.members {
+		f.s.members[i].Slot = -1
+	}
+	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(p.Steps, qt.HasLen, 0)
+}
+
+// TestPlanRefusesClusteredAndExternal (item 9).
+func TestPlanRefusesClusteredAndExternal(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	cand := r.m.candidateFacts(path, true)
+
+	f := r.facts(t, "")
+	f.s = cloneSnapshot(f.s)
+	f.s.metadata = sysfs.MetadataVersion{Raw: "external:/md127/0", Kind: sysfs.MetadataExternal, External: "/md127/0"}
+	_, err := planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
+	c.Check(err, qt.ErrorMatches, `.*external metadata.*`)
+
+	f = r.facts(t, "")
+	f.s = cloneSnapshot(f.s)
+	sb := f.s.members[0].sb.Clone()
+	sb.Features |= superblock.FeatureClustered
+	f.s.members[0].sb = sb
+	_, err = planReplace(f, cand, req, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
+	c.Check(err, qt.ErrorMatches, `.*clustered \(feature bit clustered.*`)
+
+	r2, path2 := replaceOn(t, "raid1-bitmap")
+	f = r2.facts(t, "")
+	c.Assert(f.bitmap, qt.Not(qt.IsNil))
+	bm := *f.bitmap
+	bm.Version = superblock.BitmapMajorClustered
+	f.bitmap = &bm
+	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
+	c.Check(err, qt.ErrorMatches, `.*bitmap version 5.*`)
+
+	// A lockless bitmap (Linux 6.18+, version 6) is refused too: its
+	// chunk size, bit area and per-chunk states differ from the classic
+	// bitmap the clone would copy (docs/kernels.md).
+	bm.Version = superblock.BitmapMajorLockless
+	f.bitmap = &bm
+	_, err = planReplace(f, r2.m.candidateFacts(path2, true), ReplaceRequest{Array: r2.name, With: path2, AllowImageFile: true}, uuid.New())
+	c.Check(err, qt.ErrorIs, errUnsupportedArray)
+	c.Check(err, qt.ErrorMatches, `.*lockless bitmap \(llbitmap.*`)
 }

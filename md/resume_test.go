@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -58,4 +59,41 @@ func TestResumeRefusesForeignBitmapArea(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	var nb *NotBlankError
 	c.Check(errors.As(err, &nb), qt.IsTrue)
+}
+
+// TestReplaceRefusesResumeOverData (item 6): a disk carrying our own
+// half-written superblock, reused meanwhile for headerless data (plain
+// dm-crypt, a raw image), is refused, and nothing is written.
+func TestReplaceRefusesResumeOverData(t *testing.T) {
+	for _, fx := range []string{"raid1-degraded-missing"} { // the other metadata versions: TestPlanResume
+		t.Run(fx, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, fx)
+			req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+			r.k.fail = map[string]error{"AddNewDisk": errors.New("killed")}
+			_, err := r.m.Replace(context.Background(), req)
+			var ee *ExecError
+			c.Assert(errors.As(err, &ee), qt.IsTrue, qt.Commentf("%v", err))
+			r.k.fail, r.k.calls = nil, nil
+
+			// The rerun resumes a disk that carries only our writes.
+			p, err := r.m.PlanReplace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			c.Check(p.Resume, qt.Equals, ResumeWritten)
+			c.Check(checkStatus(p, checkResume), qt.Equals, StatusPass)
+
+			// Within the first or last 4 MiB, or in a sampled block.
+			const size = 64 << 20
+			for _, off := range []int64{8192 + 4096*4, 3 << 20, ((size - 4096) * 32 / 63) &^ 4095, size - 16<<10} {
+				writeImage(t, path, off, []byte("dm-crypt ciphertext"))
+				before := readImage(t, path)
+				_, err = r.m.Replace(context.Background(), req)
+				c.Check(err, qt.ErrorIs, ErrRefused, qt.Commentf("data at %d", off))
+				c.Check(err, qt.ErrorIs, ErrNotBlank, qt.Commentf("data at %d", off))
+				c.Check(r.k.Calls(), qt.HasLen, 0)
+				c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+				writeImage(t, path, off, make([]byte, len("dm-crypt ciphertext")))
+			}
+		})
+	}
 }
