@@ -171,3 +171,18 @@ func TestRecordsPut(t *testing.T) {
 	_, ok = rs.Find("nope")
 	c.Assert(ok, qt.IsFalse)
 }
+
+// TestRecordCarriesHomehost: NewRecord keeps the homehost and SameSlots
+// sees a change of it (md/store's TestRecordCarriesHomehost: the file
+// round-trips it).
+func TestRecordCarriesHomehost(t *testing.T) {
+	c := qt.New(t)
+	a := healthyArray(2)
+	a.Homehost = "talos"
+	rec, err := NewRecord(a, recordTime)
+	c.Assert(err, qt.IsNil)
+	c.Assert(rec.Homehost, qt.Equals, "talos")
+	other := rec
+	other.Homehost = "elsewhere"
+	c.Assert(rec.SameSlots(other), qt.IsFalse)
+}
