@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	qt "github.com/frankban/quicktest"
 	"golang.org/x/sys/unix"
@@ -26,16 +25,6 @@ func writeCall(p *Plan) string {
 		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
 	}
 	return fmt.Sprintf("WriteDevice(vdz, %d, %s)", p.lbs, strings.Join(what, " "))
-}
-
-// replaceOn sets up a rig for an executor test: a fake kernel that shows
-// the candidate "vdz" as added, and a blank 64 MiB candidate.
-func replaceOn(t *testing.T, fixture string) (*replaceRig, string) {
-	r := newReplaceRig(t, fixture)
-	r.k.show = true
-	r.k.recover = "recover"
-	r.m.ops.verifyTimeout = 200 * time.Millisecond
-	return r, r.candidate(t, "vdz", 64<<20)
 }
 
 // TestExecuteReplaceSequence checks the exact kernel calls of a replace

@@ -1,11 +1,16 @@
 package md
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/sysfstree"
 )
 
 // fixtureCases loads the real captures made by testdata/gen.
@@ -67,4 +72,191 @@ func checkStatus(p *Plan, name string) CheckStatus {
 		}
 	}
 	return ""
+}
+
+// replaceRig is a captured system rebuilt in a temporary directory with a
+// fake kernel, a run directory and an empty mount table.
+type replaceRig struct {
+	m    *Manager
+	k    *fakeKernel
+	fc   *fixture.Case
+	dev  string // dev root
+	name string // array kernel name
+}
+
+func fixtureByName(t testing.TB, name string) *fixture.Case {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
+	t.Helper()
+	fc := fixtureByName(t, fixtureName)
+	m := fixtureManager(t, fc)
+	dir := t.TempDir()
+	mi := filepath.Join(dir, "mountinfo")
+	if err := os.WriteFile(mi, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The captures predate recording the array's queue/; every array of
+	// the suite has 512-byte logical blocks.
+	q := m.fs.Path("block", fc.Info.Array, "queue")
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, "logical_block_size"), []byte("512\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := &fakeKernel{fs: m.fs}
+	m.ops = ops{k: k, runDir: filepath.Join(dir, "run"), mountInfo: mi}
+	return &replaceRig{m: m, k: k, fc: fc, dev: m.devRoot, name: fc.Info.Array}
+}
+
+// candidate creates a sparse image of size bytes under the dev root,
+// replacing an earlier one.
+func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(r.dev, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {
+	t.Helper()
+	return r.m.arrayFacts(r.name, member)
+}
+
+// replaceOn sets up a rig for an executor test: a fake kernel that shows
+// the candidate "vdz" as added, and a blank 64 MiB candidate.
+func replaceOn(t *testing.T, fixture string) (*replaceRig, string) {
+	r := newReplaceRig(t, fixture)
+	r.k.show = true
+	r.k.recover = "recover"
+	r.m.ops.verifyTimeout = 200 * time.Millisecond
+	return r, r.candidate(t, "vdz", 64<<20)
+}
+
+func loadCase(t testing.TB, name string) *fixture.Case {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// fixtureSystem is fixtureManager that also returns the sysfs root.
+func fixtureSystem(t testing.TB, fc *fixture.Case) (*Manager, string) {
+	m := fixtureManager(t, fc)
+	return m, m.FS().Root()
+}
+
+// plugDisk adds a blank 64 MiB virtio disk named name at PCI address addr
+// ("0000:00:11.0") to a captured sysfs tree, modelled on the capture's
+// vda, and its image under the dev root.
+func plugDisk(t testing.TB, sys, name, addr string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "raid1-degraded-missing", "sysfs.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReplacer("0000:00:10.0", addr, "virtio2", "virtio9", "vda", name, "254:0", "254:32", "mdtest-0", "new-"+name)
+	var text strings.Builder
+	text.WriteString(sysfstree.Header + "\n")
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "vda") && !strings.Contains(line, "0000:00:10.0") || strings.Contains(line, "holders/md0") || strings.Contains(line, "md/dev-") {
+			continue
+		}
+		text.WriteString(r.Replace(line) + "\n")
+	}
+	entries, err := sysfstree.Parse(strings.NewReader(text.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh []sysfstree.Entry
+	for _, e := range entries {
+		if _, err := os.Lstat(filepath.Join(sys, filepath.FromSlash(e.Path))); err == nil {
+			continue
+		}
+		fresh = append(fresh, e)
+	}
+	if err := sysfstree.Materialize(sys, fresh); err != nil {
+		t.Fatal(err)
+	}
+	dev := filepath.Join(filepath.Dir(sys), "dev", name)
+	if err := vmImage(dev, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vmImage(p string, size int64) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// fixtureArray returns the one array of the named real capture.
+func fixtureArray(t testing.TB, name string) Array {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fixtureManager(t, fc)
+	r, err := m.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Arrays) != 1 {
+		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
+	}
+	return r.Arrays[0]
+}
+
+// eightArrays materializes the real eight-array capture and returns a
+// Manager on it with the sysfs and dev roots.
+func eightArrays(t testing.TB) (m *Manager, sys, dev string) {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, dev, err = fc.Materialize(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = Open(&Config{SysRoot: sys, DevRoot: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, sys, dev
+}
+
+// clockManager rebuilds the named capture with a clock that reads *now.
+func clockManager(t *testing.T, name string, now *time.Time) *Manager {
+	t.Helper()
+	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	qt.Assert(t, err, qt.IsNil)
+	sys, dev, err := fc.Materialize(t.TempDir())
+	qt.Assert(t, err, qt.IsNil)
+	m, err := Open(&Config{SysRoot: sys, DevRoot: dev, Now: func() time.Time { return *now }})
+	qt.Assert(t, err, qt.IsNil)
+	return m
 }

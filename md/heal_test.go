@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
 	"golang.org/x/sys/unix"
 
-	"github.com/go-mdraid/mdraid/internal/fixture"
-	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -278,71 +274,6 @@ func TestHealStore(t *testing.T) {
 
 	_, err = m.Heal(ctx, HealOptions{Store: &s, Array: "md9"})
 	c.Assert(err, qt.ErrorIs, ErrNoArray)
-}
-
-func loadCase(t testing.TB, name string) *fixture.Case {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fc
-}
-
-// fixtureSystem is fixtureManager that also returns the sysfs root.
-func fixtureSystem(t testing.TB, fc *fixture.Case) (*Manager, string) {
-	m := fixtureManager(t, fc)
-	return m, m.FS().Root()
-}
-
-// plugDisk adds a blank 64 MiB virtio disk named name at PCI address addr
-// ("0000:00:11.0") to a captured sysfs tree, modelled on the capture's
-// vda, and its image under the dev root.
-func plugDisk(t testing.TB, sys, name, addr string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "raid1-degraded-missing", "sysfs.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := strings.NewReplacer("0000:00:10.0", addr, "virtio2", "virtio9", "vda", name, "254:0", "254:32", "mdtest-0", "new-"+name)
-	var text strings.Builder
-	text.WriteString(sysfstree.Header + "\n")
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "vda") && !strings.Contains(line, "0000:00:10.0") || strings.Contains(line, "holders/md0") || strings.Contains(line, "md/dev-") {
-			continue
-		}
-		text.WriteString(r.Replace(line) + "\n")
-	}
-	entries, err := sysfstree.Parse(strings.NewReader(text.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fresh []sysfstree.Entry
-	for _, e := range entries {
-		if _, err := os.Lstat(filepath.Join(sys, filepath.FromSlash(e.Path))); err == nil {
-			continue
-		}
-		fresh = append(fresh, e)
-	}
-	if err := sysfstree.Materialize(sys, fresh); err != nil {
-		t.Fatal(err)
-	}
-	dev := filepath.Join(filepath.Dir(sys), "dev", name)
-	if err := vmImage(dev, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func vmImage(p string, size int64) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // TestHealGivenSnapshot: HealOptions.Records replaces the Store and

@@ -1,37 +1,16 @@
 package md
 
 import (
-	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	qt "github.com/frankban/quicktest"
 
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 var recordTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-
-// fixtureArray returns the one array of the named real capture.
-func fixtureArray(t testing.TB, name string) Array {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := fixtureManager(t, fc)
-	r, err := m.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Arrays) != 1 {
-		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
-	}
-	return r.Arrays[0]
-}
 
 func TestNewRecordFromFixtures(t *testing.T) {
 	c := qt.New(t)

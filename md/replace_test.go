@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	qt "github.com/frankban/quicktest"
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/sysfs"
 	"github.com/google/uuid"
 )
@@ -165,69 +164,6 @@ func (k *fakeKernel) addedMember(array, name string) error {
 		return err
 	}
 	return k.set(filepath.Join(dir, "state"), "spare")
-}
-
-// replaceRig is a captured system rebuilt in a temporary directory with a
-// fake kernel, a run directory and an empty mount table.
-type replaceRig struct {
-	m    *Manager
-	k    *fakeKernel
-	fc   *fixture.Case
-	dev  string // dev root
-	name string // array kernel name
-}
-
-func fixtureByName(t testing.TB, name string) *fixture.Case {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fc
-}
-
-func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
-	t.Helper()
-	fc := fixtureByName(t, fixtureName)
-	m := fixtureManager(t, fc)
-	dir := t.TempDir()
-	mi := filepath.Join(dir, "mountinfo")
-	if err := os.WriteFile(mi, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The captures predate recording the array's queue/; every array of
-	// the suite has 512-byte logical blocks.
-	q := m.fs.Path("block", fc.Info.Array, "queue")
-	if err := os.MkdirAll(q, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(q, "logical_block_size"), []byte("512\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k := &fakeKernel{fs: m.fs}
-	m.ops = ops{k: k, runDir: filepath.Join(dir, "run"), mountInfo: mi}
-	return &replaceRig{m: m, k: k, fc: fc, dev: m.devRoot, name: fc.Info.Array}
-}
-
-// candidate creates a sparse image of size bytes under the dev root,
-// replacing an earlier one.
-func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
-	t.Helper()
-	p := filepath.Join(r.dev, name)
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {
-	t.Helper()
-	return r.m.arrayFacts(r.name, member)
 }
 
 func slotp(n int) *int { return &n }

@@ -17,28 +17,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/internal/craft"
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/superblock"
 )
-
-// eightArrays materializes the real eight-array capture and returns a
-// Manager on it with the sysfs and dev roots.
-func eightArrays(t testing.TB) (m *Manager, sys, dev string) {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, dev, err = fc.Materialize(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err = Open(&Config{SysRoot: sys, DevRoot: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, sys, dev
-}
 
 // membersOf returns the kernel names of an array's members.
 func membersOf(t testing.TB, m *Manager, array string) []string {

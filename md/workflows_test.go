@@ -2,26 +2,11 @@ package md
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	qt "github.com/frankban/quicktest"
-
-	"github.com/go-mdraid/mdraid/internal/fixture"
 )
-
-// clockManager rebuilds the named capture with a clock that reads *now.
-func clockManager(t *testing.T, name string, now *time.Time) *Manager {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	qt.Assert(t, err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	qt.Assert(t, err, qt.IsNil)
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev, Now: func() time.Time { return *now }})
-	qt.Assert(t, err, qt.IsNil)
-	return m
-}
 
 func TestDiscoverNames(t *testing.T) {
 	c := qt.New(t)
