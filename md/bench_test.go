@@ -2,7 +2,6 @@ package md
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
@@ -12,18 +11,7 @@ import (
 // eight RAID1 arrays (testdata/bench/eight-arrays, made by
 // go run ./bench/statusvm -capture), reading every member's superblock.
 func BenchmarkDiscover8(b *testing.B) {
-	c, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	sys, dev, err := c.Materialize(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := fixtureManager(b, fixture.Named(b, "eight-arrays"))
 	ctx := context.Background()
 	r, err := m.Discover(ctx)
 	if err != nil {

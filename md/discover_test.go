@@ -19,10 +19,7 @@ import (
 // the error, and every other array still reports in full.
 func TestDiscoverKeepsGoing(t *testing.T) {
 	c := qt.New(t)
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
-	c.Assert(err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	c.Assert(err, qt.IsNil)
+	m0, sys, dev := eightArrays(t)
 
 	md3 := filepath.Join(sys, "devices", "virtual", "block", "md3", "md")
 	// array_state becomes unreadable (a directory), and level holds a
@@ -32,8 +29,6 @@ func TestDiscoverKeepsGoing(t *testing.T) {
 	c.Assert(os.WriteFile(filepath.Join(md3, "level"), []byte("raid99\n"), 0o644), qt.IsNil)
 	// md0 (metadata 1.2) loses one member's device node, so its superblock is unreadable,
 	// and the other member's superblock is damaged.
-	m0, err := Open(&Config{SysRoot: sys, DevRoot: dev})
-	c.Assert(err, qt.IsNil)
 	before, err := m0.Status(context.Background(), "md0")
 	c.Assert(err, qt.IsNil)
 	c.Assert(before.Slots, qt.HasLen, 2)
@@ -77,19 +72,16 @@ func TestDiscoverKeepsGoing(t *testing.T) {
 // TestResolve names an array every way a user would.
 func TestResolve(t *testing.T) {
 	c := qt.New(t)
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", "boot-mirror"))
-	c.Assert(err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	c.Assert(err, qt.IsNil)
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
-	c.Assert(err, qt.IsNil)
+	fc := fixture.Named(t, "boot-mirror")
+	m := fixtureManager(t, fc)
+	dev := m.devRoot
 	want := fc.Info.Array
 	for _, name := range []string{want, dev + "/" + want, "/dev/" + want, "boot", "md/boot", "talos:boot"} {
 		got, err := m.Resolve(name)
 		c.Check(err, qt.IsNil, qt.Commentf("%s", name))
 		c.Check(got, qt.Equals, want, qt.Commentf("%s", name))
 	}
-	_, err = m.Resolve("md99")
+	_, err := m.Resolve("md99")
 	c.Check(err, qt.ErrorIs, ErrNoArray)
 
 	// A device node under any name, reached through a link, resolves by
@@ -125,7 +117,7 @@ func atoiField(t testing.TB, d mdadmtext.Detail, key string) int {
 // status model agrees with what mdadm --detail printed on the same kernel:
 // state, raid devices, device counts, and each member's slot and role.
 func TestDiscoverMatchesMdadm(t *testing.T) {
-	for _, fc := range fixtureCases(t) {
+	for _, fc := range fixture.All(t) {
 		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
 			c := qt.New(t)
 			m := fixtureManager(t, fc)

@@ -8,70 +8,65 @@ import (
 	"testing"
 	"time"
 
-	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 )
 
-// fixtureCases loads the real captures made by testdata/gen.
-func fixtureCases(t testing.TB) []*fixture.Case {
-	t.Helper()
-	cases, err := fixture.LoadAll(filepath.Join("..", "testdata", "fixtures"))
-	if err != nil {
-		t.Fatalf("loading fixtures: %v", err)
-	}
-	if len(cases) == 0 {
-		t.Fatal("no fixtures under testdata/fixtures")
-	}
-	return cases
-}
+// The test fixtures of package md, all built on internal/fixture (the real
+// captures under testdata/) and internal/sysfstree (sysfs trees from
+// manifests). A case is loaded with fixture.Named or fixture.All.
 
-// fixtureManager rebuilds a captured system: the sysfs tree from the
-// manifest, and each member device as a sparse image under the dev root,
-// so that Discover reads real superblocks.
-func fixtureManager(t testing.TB, c *fixture.Case) *Manager {
+// fixtureManager rebuilds a captured system in a fresh temporary directory:
+// the sysfs tree from the manifest, and each member device as a sparse image
+// under the dev root, so that Discover reads real superblocks. Each opt
+// adjusts the Config before Open.
+func fixtureManager(t testing.TB, c *fixture.Case, opts ...func(*Config)) *Manager {
 	t.Helper()
-	sys, dev, err := c.Materialize(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	sys, dev := c.System(t)
+	cfg := &Config{SysRoot: sys, DevRoot: dev}
+	for _, o := range opts {
+		o(cfg)
 	}
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
+	m, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// readImage returns the whole image.
-func readImage(t testing.TB, path string) []byte {
+// fixtureSystem is fixtureManager that also returns the sysfs root.
+func fixtureSystem(t testing.TB, fc *fixture.Case) (*Manager, string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	m := fixtureManager(t, fc)
+	return m, m.FS().Root()
+}
+
+// clockManager rebuilds the named capture with a clock that reads *now.
+func clockManager(t *testing.T, name string, now *time.Time) *Manager {
+	t.Helper()
+	return fixtureManager(t, fixture.Named(t, name), func(c *Config) { c.Now = func() time.Time { return *now } })
+}
+
+// eightArrays materializes the real eight-array capture and returns a
+// Manager on it with the sysfs and dev roots.
+func eightArrays(t testing.TB) (m *Manager, sys, dev string) {
+	t.Helper()
+	m = fixtureManager(t, fixture.Named(t, "eight-arrays"))
+	return m, m.FS().Root(), m.devRoot
+}
+
+// fixtureArray returns the one array of the named real capture.
+func fixtureArray(t testing.TB, name string) Array {
+	t.Helper()
+	m := fixtureManager(t, fixture.Named(t, name))
+	r, err := m.Discover(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
-}
-
-func writeImage(t testing.TB, path string, off int64, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	if len(r.Arrays) != 1 {
+		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
 	}
-	defer f.Close()
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkStatus returns the status of the named check, or "" if absent.
-func checkStatus(p *Plan, name string) CheckStatus {
-	for _, ck := range p.Checks {
-		if ck.Name == name {
-			return ck.Status
-		}
-	}
-	return ""
+	return r.Arrays[0]
 }
 
 // replaceRig is a captured system rebuilt in a temporary directory with a
@@ -84,18 +79,12 @@ type replaceRig struct {
 	name string // array kernel name
 }
 
-func fixtureByName(t testing.TB, name string) *fixture.Case {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fc
-}
-
+// newReplaceRig is fixtureManager on the named capture with a fake kernel,
+// a run directory, an empty mount table and the array's
+// queue/logical_block_size.
 func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	t.Helper()
-	fc := fixtureByName(t, fixtureName)
+	fc := fixture.Named(t, fixtureName)
 	m := fixtureManager(t, fc)
 	dir := t.TempDir()
 	mi := filepath.Join(dir, "mountinfo")
@@ -116,17 +105,22 @@ func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	return &replaceRig{m: m, k: k, fc: fc, dev: m.devRoot, name: fc.Info.Array}
 }
 
+// replaceOn sets up a rig for an executor test: a fake kernel that shows
+// the candidate "vdz" as added, and a blank 64 MiB candidate.
+func replaceOn(t *testing.T, fixtureName string) (*replaceRig, string) {
+	r := newReplaceRig(t, fixtureName)
+	r.k.show = true
+	r.k.recover = "recover"
+	r.m.ops.verifyTimeout = 200 * time.Millisecond
+	return r, r.candidate(t, "vdz", 64<<20)
+}
+
 // candidate creates a sparse image of size bytes under the dev root,
 // replacing an earlier one.
 func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
 	t.Helper()
 	p := filepath.Join(r.dev, name)
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
+	if err := vmImage(p, size); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -137,37 +131,12 @@ func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {
 	return r.m.arrayFacts(r.name, member)
 }
 
-// replaceOn sets up a rig for an executor test: a fake kernel that shows
-// the candidate "vdz" as added, and a blank 64 MiB candidate.
-func replaceOn(t *testing.T, fixture string) (*replaceRig, string) {
-	r := newReplaceRig(t, fixture)
-	r.k.show = true
-	r.k.recover = "recover"
-	r.m.ops.verifyTimeout = 200 * time.Millisecond
-	return r, r.candidate(t, "vdz", 64<<20)
-}
-
-func loadCase(t testing.TB, name string) *fixture.Case {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fc
-}
-
-// fixtureSystem is fixtureManager that also returns the sysfs root.
-func fixtureSystem(t testing.TB, fc *fixture.Case) (*Manager, string) {
-	m := fixtureManager(t, fc)
-	return m, m.FS().Root()
-}
-
 // plugDisk adds a blank 64 MiB virtio disk named name at PCI address addr
 // ("0000:00:11.0") to a captured sysfs tree, modelled on the capture's
 // vda, and its image under the dev root.
 func plugDisk(t testing.TB, sys, name, addr string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "raid1-degraded-missing", "sysfs.txt"))
+	b, err := os.ReadFile(filepath.Join(fixture.Named(t, "raid1-degraded-missing").Dir, "sysfs.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +169,7 @@ func plugDisk(t testing.TB, sys, name, addr string) {
 	}
 }
 
+// vmImage creates (or empties) the sparse image p of size bytes.
 func vmImage(p string, size int64) error {
 	f, err := os.Create(p)
 	if err != nil {
@@ -212,51 +182,35 @@ func vmImage(p string, size int64) error {
 	return f.Close()
 }
 
-// fixtureArray returns the one array of the named real capture.
-func fixtureArray(t testing.TB, name string) Array {
+// readImage returns the whole image.
+func readImage(t testing.TB, path string) []byte {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := fixtureManager(t, fc)
-	r, err := m.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Arrays) != 1 {
-		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
-	}
-	return r.Arrays[0]
+	return b
 }
 
-// eightArrays materializes the real eight-array capture and returns a
-// Manager on it with the sysfs and dev roots.
-func eightArrays(t testing.TB) (m *Manager, sys, dev string) {
+// writeImage writes b into the existing image at off.
+func writeImage(t testing.TB, path string, off int64, b []byte) {
 	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "bench", "eight-arrays"))
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, dev, err = fc.Materialize(t.TempDir())
-	if err != nil {
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
-	m, err = Open(&Config{SysRoot: sys, DevRoot: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, sys, dev
 }
 
-// clockManager rebuilds the named capture with a clock that reads *now.
-func clockManager(t *testing.T, name string, now *time.Time) *Manager {
-	t.Helper()
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", name))
-	qt.Assert(t, err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	qt.Assert(t, err, qt.IsNil)
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev, Now: func() time.Time { return *now }})
-	qt.Assert(t, err, qt.IsNil)
-	return m
+// checkStatus returns the status of the named check, or "" if absent.
+func checkStatus(p *Plan, name string) CheckStatus {
+	for _, ck := range p.Checks {
+		if ck.Name == name {
+			return ck.Status
+		}
+	}
+	return ""
 }

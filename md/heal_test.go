@@ -12,6 +12,7 @@ import (
 	qt "github.com/frankban/quicktest"
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -179,7 +180,7 @@ func (f *fakeFiller) executeFill(_ context.Context, p *Plan) error {
 // machinery faked, and a disk added to the captured sysfs in that port or
 // in another one.
 func TestHealPass(t *testing.T) {
-	fc := loadCase(t, "raid1-degraded-missing")
+	fc := fixture.Named(t, "raid1-degraded-missing")
 	tests := []struct {
 		name    string
 		port    string // where a disk "vdc" is plugged; "" for none
@@ -246,7 +247,7 @@ func TestHealPass(t *testing.T) {
 
 func TestHealStore(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "raid1-degraded-missing"))
+	m, _ := fixtureSystem(t, fixture.Named(t, "raid1-degraded-missing"))
 	ctx := context.Background()
 
 	_, err := m.Heal(ctx, HealOptions{})
@@ -281,7 +282,7 @@ func TestHealStore(t *testing.T) {
 // both), and Array filters a given Report without changing it.
 func TestHealGivenSnapshot(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "raid1-degraded-missing"))
+	m, _ := fixtureSystem(t, fixture.Named(t, "raid1-degraded-missing"))
 	ctx := context.Background()
 	r, err := m.Discover(ctx)
 	c.Assert(err, qt.IsNil)
@@ -317,7 +318,7 @@ func TestHealGivenSnapshot(t *testing.T) {
 // TestHealFailureReportedOnce: its failure is reported once.)
 func TestHealNotRetried(t *testing.T) {
 	c := qt.New(t)
-	fc := loadCase(t, "raid1-degraded-missing")
+	fc := fixture.Named(t, "raid1-degraded-missing")
 	m, sys := fixtureSystem(t, fc)
 	plugDisk(t, sys, "vdc", "0000:00:11.0")
 	r, err := m.Discover(context.Background())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	qt "github.com/frankban/quicktest"
+	"github.com/go-mdraid/mdraid/internal/fixture"
 )
 
 // stalledDevice is a member whose reads block until release is closed,
@@ -32,7 +33,7 @@ func (d stalledDevice) Size() (int64, error) { return 64 << 20, nil }
 // another blocked read onto the stalled disk.
 func TestDiscoverStalledMember(t *testing.T) {
 	c := qt.New(t)
-	m := fixtureManager(t, fixtureByName(t, "raid5"))
+	m := fixtureManager(t, fixture.Named(t, "raid5"))
 	const timeout = 200 * time.Millisecond
 	m.reads = newReadGate(timeout)
 	release := make(chan struct{})

@@ -47,9 +47,7 @@ func stackTree(c *qt.C, root string) {
 		virt("loop4", "7:4"), fmt.Sprintf("f %q %q\n", "devices/virtual/block/loop4/loop/backing_file", "/dev/vdz\n"),
 		virt("vdy", "254:96"), virt("vdz", "254:112"),
 	}, "")
-	entries, err := sysfstree.Parse(strings.NewReader(sysfstree.Header + "\n" + lines))
-	c.Assert(err, qt.IsNil)
-	c.Assert(sysfstree.Materialize(root, entries), qt.IsNil)
+	sysfstree.TreeIn(c, root, lines)
 }
 
 func stackStat(p string) (blockdev.FileStat, error) {

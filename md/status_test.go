@@ -19,7 +19,7 @@ import (
 // snapshot after build, so a change to it would change its decisions.
 func TestBuildLeavesSnapshot(t *testing.T) {
 	var sawStale, sawRoleSlot bool
-	for _, fc := range fixtureCases(t) {
+	for _, fc := range fixture.All(t) {
 		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
 			c := qt.New(t)
 			m := fixtureManager(t, fc)
@@ -69,12 +69,8 @@ func modelMembers(a Array) []Member {
 // number is what an assembled, not started array shows.
 func TestUnknownLevelStillRuns(t *testing.T) {
 	c := qt.New(t)
-	fc, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", "boot-mirror"))
-	c.Assert(err, qt.IsNil)
-	sys, dev, err := fc.Materialize(t.TempDir())
-	c.Assert(err, qt.IsNil)
-	m, err := Open(&Config{SysRoot: sys, DevRoot: dev})
-	c.Assert(err, qt.IsNil)
+	fc := fixture.Named(t, "boot-mirror")
+	m := fixtureManager(t, fc)
 	level := m.FS().Path("block", fc.Info.Array, "md", "level")
 	for _, tt := range []struct {
 		level, want string
