@@ -1,6 +1,7 @@
 package md
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/google/uuid"
 )
 
 // The test fixtures of package md, all built on internal/fixture (the real
@@ -124,6 +127,20 @@ func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// checkNothingWritten checks what a refused request leaves: no kernel
+// call, and the candidate at path byte-identical to before.
+func (r *replaceRig) checkNothingWritten(c *qt.C, path string, before []byte) {
+	c.Helper()
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(bytes.Equal(readImage(c, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+}
+
+// plan plans a replace, from the facts f, onto the image at path (no old
+// member named).
+func (r *replaceRig) plan(f arrayFacts, path string) (*Plan, error) {
+	return planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 }
 
 func (r *replaceRig) facts(t testing.TB, member string) arrayFacts {

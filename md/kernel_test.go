@@ -26,28 +26,37 @@ func TestWriteDeviceChecksTheDevice(t *testing.T) {
 	c.Check(b, qt.DeepEquals, make([]byte, 8192))
 }
 
+// resumeWritten writes a planned replace's regions to a 64 MiB candidate of
+// raid1-degraded-missing and plans again; it returns the candidate and the
+// second plan, which resumes the written disk.
+func resumeWritten(c *qt.C) (string, *Plan) {
+	c.Helper()
+	r := newReplaceRig(c, "raid1-degraded-missing")
+	path := r.candidate(c, "vdz", 64<<20)
+	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
+	p1, err := planReplace(r.facts(c, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
+	p2, err := planReplace(r.facts(c, ""), r.m.candidateFacts(path, true), req, uuid.New())
+	c.Assert(err, qt.IsNil)
+	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	return path, p2
+}
+
 // TestWriteDeviceResumeChecksOwnArea: resuming, the final check on the
 // writing descriptor verifies that the area left out of the blank rule
 // still holds what the plan resumes. A bcache superblock that appeared
 // there since the plan is refused, and the disk is byte-identical.
 func TestWriteDeviceResumeChecksOwnArea(t *testing.T) {
 	c := qt.New(t)
-	r := newReplaceRig(t, "raid1-degraded-missing")
-	path := r.candidate(t, "vdz", 64<<20)
-	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
-	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
-	c.Assert(err, qt.IsNil)
-	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
-	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
-	c.Assert(err, qt.IsNil)
-	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	path, p2 := resumeWritten(c)
 	// Between the plan and the write, the disk becomes a bcache backing
 	// device: its superblock sits at 4096+24, inside the area left out.
 	bc := make([]byte, 4096)
 	copy(bc[24:], "\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")
 	writeImage(t, path, 4096, bc)
 	before := readImage(t, path)
-	err = sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)})
+	err := sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)})
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
 	c.Check(nothingWritten(err), qt.IsTrue)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the bcache superblock was overwritten"))
@@ -57,15 +66,7 @@ func TestWriteDeviceResumeChecksOwnArea(t *testing.T) {
 // superblock untouched writes.
 func TestWriteDeviceResumeAcceptsOwnArea(t *testing.T) {
 	c := qt.New(t)
-	r := newReplaceRig(t, "raid1-degraded-missing")
-	path := r.candidate(t, "vdz", 64<<20)
-	req := ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}
-	p1, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
-	c.Assert(err, qt.IsNil)
-	c.Assert(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p1.regions}), qt.IsNil)
-	p2, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), req, uuid.New())
-	c.Assert(err, qt.IsNil)
-	c.Assert(p2.Resume, qt.Equals, ResumeWritten)
+	path, p2 := resumeWritten(c)
 	c.Check(sysKernel{}.WriteDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p2.regions, Own: regionArea(p2.regions)}), qt.IsNil)
 }
 
@@ -76,7 +77,7 @@ func TestWriteDeviceOpensPlannedDeviceExclusively(t *testing.T) {
 	c := qt.New(t)
 	r := newReplaceRig(t, "raid1-degraded-missing")
 	path := r.candidate(t, "vdz", 64<<20)
-	p, err := planReplace(r.facts(t, ""), r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	p, err := r.plan(r.facts(t, ""), path)
 	c.Assert(err, qt.IsNil)
 	before := readImage(t, path)
 	var flags []int

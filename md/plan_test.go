@@ -40,6 +40,28 @@ func failInSlot(name string) func(*snapshot) { // faulty, still slotted (frozen)
 	}
 }
 
+// pulledFacts returns the rig's facts as a replace of member plans from
+// them: the array idle, and member pulled out (see dropMember).
+func pulledFacts(t testing.TB, r *replaceRig, member string) arrayFacts {
+	t.Helper()
+	f := r.facts(t, "")
+	setAction(sysfs.ActionIdle)(f.s)
+	dropMember(member)(f.s)
+	return f
+}
+
+// bitmapPlan plans replacing the pulled vdb of raid1-bitmap by a blank
+// 64 MiB vdy, and returns the rig, the facts planned from and the plan.
+func bitmapPlan(c *qt.C) (*replaceRig, arrayFacts, *Plan) {
+	c.Helper()
+	r := newReplaceRig(c, "raid1-bitmap")
+	path := r.candidate(c, "vdy", 64<<20)
+	f := pulledFacts(c, r, "vdb")
+	p, err := r.plan(f, path)
+	c.Assert(err, qt.IsNil)
+	return r, f, p
+}
+
 func dropMember(name string) func(*snapshot) {
 	return func(s *snapshot) {
 		var keep []memberSnap
@@ -531,7 +553,7 @@ func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
 	f := r.facts(t, "")
 	f.s.action = ""
 	f.s.errs = append(f.s.errs, "sync_action: permission denied")
-	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
@@ -546,7 +568,7 @@ func TestPlanRefusesEmptySyncAction(t *testing.T) {
 	path := r.candidate(t, "vdz", 64<<20)
 	f := r.facts(t, "")
 	f.s.action = ""
-	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
 }
@@ -573,7 +595,7 @@ func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
 			f := r.facts(t, "")
 			tt.edit(f.s)
 			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
-			p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+			p, err := r.plan(f, path)
 			c.Assert(err, qt.ErrorIs, errUnknownFact)
 			c.Check(checkStatus(p, tt.check), qt.Equals, StatusSkip)
 			c.Check(err, qt.ErrorMatches, ".*"+tt.attr+".*")
@@ -591,7 +613,7 @@ func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
 	f := r.facts(t, "")
 	f.s.component = 0
 	f.s.errs = append(f.s.errs, "component_size: permission denied")
-	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(checkStatus(p, checkSize), qt.Equals, StatusSkip)
 }
@@ -601,13 +623,7 @@ func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
 // header says.
 func TestMemberWritesBoundsTheBitmap(t *testing.T) {
 	c := qt.New(t)
-	r := newReplaceRig(t, "raid1-bitmap")
-	path := r.candidate(t, "vdy", 64<<20)
-	f := r.facts(t, "")
-	setAction(sysfs.ActionIdle)(f.s)
-	dropMember("vdb")(f.s)
-	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
-	c.Assert(err, qt.IsNil)
+	_, f, p := bitmapPlan(c)
 	for _, tt := range []struct {
 		name               string
 		dataSize, syncSize uint64
@@ -667,8 +683,7 @@ func TestPlanRefusesBlockSize(t *testing.T) {
 	before := readImage(t, path)
 	_, err = r.m.Replace(context.Background(), req)
 	c.Check(err, qt.ErrorIs, errUnknownFact)
-	c.Check(r.k.Calls(), qt.HasLen, 0)
-	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+	r.checkNothingWritten(c, path, before)
 }
 
 // TestPlanCandidateNotInSysfs (item 5): facts that could not be
@@ -727,7 +742,7 @@ func TestPlanSkipIsRefused(t *testing.T) {
 	for i := range f.s.members {
 		f.s.members[i].Slot = -1
 	}
-	p, err := planReplace(f, r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	p, err := r.plan(f, path)
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(p.Steps, qt.HasLen, 0)
 }

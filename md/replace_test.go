@@ -173,13 +173,7 @@ func slotp(n int) *int { return &n }
 // does not make candidateFacts allocate what its superblock says.
 func TestCandidateFactsHostileBitmapAllocation(t *testing.T) {
 	c := qt.New(t)
-	r := newReplaceRig(t, "raid1-bitmap")
-	small := r.candidate(t, "vdy", 64<<20)
-	f := r.facts(t, "")
-	setAction(sysfs.ActionIdle)(f.s)
-	dropMember("vdb")(f.s)
-	p, err := planReplace(f, r.m.candidateFacts(small, true), ReplaceRequest{Array: r.name, With: small, AllowImageFile: true}, uuid.New())
-	c.Assert(err, qt.IsNil)
+	r, f, p := bitmapPlan(c)
 
 	const size = 1 << 30
 	path := r.candidate(t, "vdz", size)
