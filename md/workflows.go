@@ -86,9 +86,12 @@ type RecordedArray struct {
 	Array Array
 	// Record is the array's record; nil when Err is set.
 	Record *Record
-	// Err says why the array was not recorded: a *NotRecordableError
-	// (matching ErrNotRecordable), from NewRecord.
+	// Err says why the array was not recorded: NewRecord's error,
+	// matching ErrNotRecordable.
 	Err error
+	// Reason is Err's reason alone, without the array's name, for a
+	// caller that already names the array ("its UUID is unknown").
+	Reason string
 	// Changed is true when the record is new or its ports or disks
 	// changed; a refresh of the LastHealthy times alone is no change.
 	Changed bool
@@ -131,6 +134,10 @@ func (m *Manager) Record(ctx context.Context, opts RecordOptions) (RecordResult,
 		rec, err := NewRecord(a, now)
 		if err != nil {
 			ra.Err = err
+			var ne *NotRecordableError
+			if errors.As(err, &ne) {
+				ra.Reason = ne.Reason
+			}
 			res.Arrays = append(res.Arrays, ra)
 			continue
 		}

@@ -30,9 +30,8 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 		a, rec := ra.Array, ra.Record
 		if ra.Err != nil {
 			reason := ra.Err.Error()
-			var ne *md.NotRecordableError
-			if errors.As(ra.Err, &ne) {
-				reason = ne.Reason
+			if ra.Reason != "" {
+				reason = ra.Reason
 			}
 			fmt.Fprintf(k.Stderr, "%s: skipped: %s\n", escape.Text(a.Device), escape.Text(reason))
 			skipped++
