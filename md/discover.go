@@ -73,7 +73,7 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 // Kernel names and device nodes are unique and are tried first. Names and
 // UUIDs come from the members' superblocks, which anyone who plugs in a
 // disk controls: when more than one array matches, Resolve refuses with an
-// *AmbiguousError (matching ErrAmbiguous) that lists them all, rather than
+// *ambiguousError (matching ErrAmbiguous) that lists them all, rather than
 // pick one.
 func (m *Manager) Resolve(name string) (string, error) {
 	arrays, err := m.fs.Arrays()
@@ -118,7 +118,7 @@ func (m *Manager) Resolve(name string) (string, error) {
 		return found[0], nil
 	}
 	sort.Slice(found, func(i, j int) bool { return lessDevice(found[i], found[j]) })
-	return "", &AmbiguousError{Name: name, Arrays: found}
+	return "", &ambiguousError{Name: name, Arrays: found}
 }
 
 // sameUUID reports whether the array UUID u (canonical form) is what the
@@ -133,22 +133,22 @@ func sameUUID(u, typed string) bool {
 // one array carries.
 var ErrAmbiguous = errors.New("md: array name is ambiguous")
 
-// AmbiguousError is returned for a superblock name that more than one
+// ambiguousError is returned for a superblock name that more than one
 // array carries; it lists them all. It matches ErrAmbiguous.
-type AmbiguousError struct {
+type ambiguousError struct {
 	Name   string   // the name asked for
 	Arrays []string // kernel names of the arrays that carry it, sorted
 }
 
 // Error names the candidates; the name is escaped (it may come from a
 // disk).
-func (e *AmbiguousError) Error() string {
+func (e *ambiguousError) Error() string {
 	return fmt.Sprintf("%v: %q is the name of %s; name the array by device (%s) or UUID",
 		ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Arrays, ", "))
 }
 
 // Is reports whether target is ErrAmbiguous.
-func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+func (e *ambiguousError) Is(target error) bool { return target == ErrAmbiguous }
 
 // snapshot is everything read about one array, before any decision.
 type snapshot struct {

@@ -60,7 +60,7 @@
 // unix.EBUSY) or errors.As(err, &notBlank) still work. Refusals are: a
 // check this package makes before writing (the planner's, the
 // primitives', heal's), a name that matches no array or several, a held
-// lock or an unsafe run directory ([LockedError] matches ErrRefused by
+// lock or an unsafe run directory ([lockedError] matches ErrRefused by
 // itself), a plan that changed before the executor wrote anything
 // ([ErrPlanChanged]), and a kernel that answers EBUSY to a single change
 // (fail, remove), which therefore did not happen. Everything else is a

@@ -9,14 +9,14 @@ import (
 // package documentation ("Errors").
 
 // ErrRefused is matched by every error for an operation that was refused
-// and wrote nothing: a *RefusedError, a held lock (*LockedError) and an
+// and wrote nothing: a *RefusedError, a held lock (*lockedError) and an
 // unsafe run directory.
 var ErrRefused = errors.New("md: refused")
 
 // RefusedError is a refusal: the operation decided not to go ahead and
 // wrote nothing. It matches ErrRefused and unwraps to the specific cause
 // (a sentinel such as ErrNoEmptySlot or ErrWouldFail, a *NotBlankError,
-// a *LockedError, or an error wrapping the kernel's unix.EBUSY), so
+// a *lockedError, or an error wrapping the kernel's unix.EBUSY), so
 // errors.Is and errors.As see through it.
 type RefusedError struct {
 	// Op is the operation refused: "replace", "fail", "remove", "run",

@@ -114,7 +114,7 @@ func TestExecuteReplaceLocked(t *testing.T) {
 	_, err = r.m.ExecuteReplace(context.Background(), p)
 	c.Check(err, qt.ErrorIs, errLocked)
 	c.Check(err, qt.ErrorIs, ErrRefused) // nothing was written
-	var le *LockedError
+	var le *lockedError
 	c.Assert(errors.As(err, &le), qt.IsTrue)
 	c.Check(le.PID, qt.Equals, os.Getpid())
 	c.Check(r.k.Calls(), qt.HasLen, 0)

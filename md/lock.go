@@ -17,15 +17,15 @@ const DefaultRunDir = "/run/mdraid"
 // errLocked means another replace holds the array's lock.
 var errLocked = errors.New("md: another replace is running on this array")
 
-// LockedError says which lock is held, and by which process when known.
+// lockedError says which lock is held, and by which process when known.
 // It matches errLocked.
-type LockedError struct {
+type lockedError struct {
 	Path string
 	PID  int // 0 when unknown
 }
 
 // Error names the lock file and its holder.
-func (e *LockedError) Error() string {
+func (e *lockedError) Error() string {
 	if e.PID > 0 {
 		return fmt.Sprintf("%v (lock %s held by process %d)", errLocked, e.Path, e.PID)
 	}
@@ -34,7 +34,7 @@ func (e *LockedError) Error() string {
 
 // Is reports whether target is errLocked or ErrRefused: nothing was
 // written when the lock is held.
-func (e *LockedError) Is(target error) bool { return target == errLocked || target == ErrRefused }
+func (e *lockedError) Is(target error) bool { return target == errLocked || target == ErrRefused }
 
 // ErrUnsafeRunDir is matched by the error for a run directory, or a lock
 // file in it, that someone other than us could have planted: lock files
@@ -142,7 +142,7 @@ func lockArrayAs(dir, key string, uid int) (func(), error) {
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			le := &LockedError{Path: path}
+			le := &lockedError{Path: path}
 			b := make([]byte, 32)
 			if n, _ := f.ReadAt(b, 0); n > 0 {
 				le.PID, _ = strconv.Atoi(strings.TrimSpace(string(b[:n])))

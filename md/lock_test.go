@@ -77,7 +77,7 @@ func TestLockFile(t *testing.T) {
 	unlock, err := lockArray(dir, "k")
 	c.Assert(err, qt.IsNil)
 	_, err = lockArray(dir, "k")
-	var le *LockedError
+	var le *lockedError
 	c.Assert(err, qt.ErrorAs, &le)
 	c.Check(le.PID, qt.Equals, os.Getpid())
 	unlock()

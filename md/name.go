@@ -10,23 +10,23 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
-// ErrUnsafeName is matched by the *UnsafeNameError that SafeName returns.
+// ErrUnsafeName is matched by the *unsafeNameError that SafeName returns.
 var ErrUnsafeName = errors.New("md: array name cannot be used as a device name")
 
-// UnsafeNameError says why a superblock name was refused. It matches
+// unsafeNameError says why a superblock name was refused. It matches
 // ErrUnsafeName.
-type UnsafeNameError struct {
+type unsafeNameError struct {
 	Name   string // the name as read, raw
 	Reason string
 }
 
 // Error quotes the name escaped.
-func (e *UnsafeNameError) Error() string {
+func (e *unsafeNameError) Error() string {
 	return fmt.Sprintf("%v: %q %s", ErrUnsafeName, escape.Text(e.Name), e.Reason)
 }
 
 // Is reports whether target is ErrUnsafeName.
-func (e *UnsafeNameError) Is(target error) bool { return target == ErrUnsafeName }
+func (e *unsafeNameError) Is(target error) bool { return target == ErrUnsafeName }
 
 // SafeName is the one rule that turns an array name read from a
 // superblock (Superblock.Name, or FullName where the homehost is kept)
@@ -43,7 +43,7 @@ func (e *UnsafeNameError) Is(target error) bool { return target == ErrUnsafeName
 //   - an empty name is no name (mdadm makes no link and prints no
 //     MD_NAME).
 //
-// and refuses, with an *UnsafeNameError matching ErrUnsafeName, what
+// and refuses, with an *unsafeNameError matching ErrUnsafeName, what
 // mdadm would pass through but a path or a udev rule must not see: the
 // names "." and "..", a leading '-' (taken for an option), bytes that are
 // not UTF-8, and any rune other than a letter, a digit or one of
@@ -56,7 +56,7 @@ func (e *UnsafeNameError) Is(target error) bool { return target == ErrUnsafeName
 // link already uses for another array, never replace that link.
 func SafeName(name string) (string, error) {
 	refuse := func(reason string) (string, error) {
-		return "", &UnsafeNameError{Name: name, Reason: reason}
+		return "", &unsafeNameError{Name: name, Reason: reason}
 	}
 	s, _, _ := strings.Cut(name, "\n")
 	s, _, _ = strings.Cut(s, "\x00")

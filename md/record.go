@@ -76,23 +76,23 @@ type SlotRecord struct {
 	LastHealthy time.Time `json:"last_healthy"`
 }
 
-// ErrNotRecordable is matched by the *NotRecordableError that NewRecord
+// ErrNotRecordable is matched by the *notRecordableError that NewRecord
 // returns for an array that is not fully healthy.
 var ErrNotRecordable = errors.New("md: array is not healthy enough to record")
 
-// NotRecordableError says why an array was not recorded.
-type NotRecordableError struct {
+// notRecordableError says why an array was not recorded.
+type notRecordableError struct {
 	Array  string // kernel name, "md127"
 	Reason string
 }
 
 // Error returns the array and the reason.
-func (e *NotRecordableError) Error() string {
+func (e *notRecordableError) Error() string {
 	return fmt.Sprintf("md: not recording %s: %s", e.Array, e.Reason)
 }
 
 // Is reports whether target is ErrNotRecordable.
-func (e *NotRecordableError) Is(target error) bool { return target == ErrNotRecordable }
+func (e *notRecordableError) Is(target error) bool { return target == ErrNotRecordable }
 
 // recordableLevels are the levels heal can act on: those with redundancy.
 var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
@@ -101,11 +101,11 @@ var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
 // as healthy at now. It is the one place that decides what may be
 // recorded: a running array of a level with redundancy and native
 // metadata, not reshaping, with every slot held by an in-sync member that
-// has a by-path identity, and nothing missing. Otherwise it returns a *NotRecordableError (matching
+// has a by-path identity, and nothing missing. Otherwise it returns a *notRecordableError (matching
 // ErrNotRecordable) with the reason.
 func NewRecord(a Array, now time.Time) (Record, error) {
 	refuse := func(format string, args ...any) (Record, error) {
-		return Record{}, &NotRecordableError{Array: a.Device, Reason: fmt.Sprintf(format, args...)}
+		return Record{}, &notRecordableError{Array: a.Device, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case a.UUID == "":

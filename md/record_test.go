@@ -47,7 +47,7 @@ func TestNewRecordFromFixtures(t *testing.T) {
 		c.Run(tt.name, func(c *qt.C) {
 			_, err := NewRecord(fixtureArray(c, tt.name), recordTime)
 			c.Assert(err, qt.ErrorIs, ErrNotRecordable)
-			var ne *NotRecordableError
+			var ne *notRecordableError
 			c.Assert(errors.As(err, &ne), qt.IsTrue)
 			c.Assert(ne.Reason, qt.Equals, tt.reason)
 		})
@@ -110,7 +110,7 @@ func TestNewRecordRefusals(t *testing.T) {
 			tt.mod(&a)
 			_, err := NewRecord(a, recordTime)
 			c.Assert(err, qt.ErrorIs, ErrNotRecordable)
-			c.Assert(err.(*NotRecordableError).Reason, qt.Equals, tt.reason)
+			c.Assert(err.(*notRecordableError).Reason, qt.Equals, tt.reason)
 		})
 	}
 	// Read-only but complete is healthy enough.

@@ -181,7 +181,7 @@ func TestResolveAmbiguous(t *testing.T) {
 	for _, name := range []string{md0.Name, "md/" + md0.Name, "/dev/md/" + md0.Name, md0.Homehost + ":" + md0.Name} {
 		_, err := m.Resolve(name)
 		c.Check(err, qt.ErrorIs, ErrAmbiguous, qt.Commentf("%s", name))
-		var ae *AmbiguousError
+		var ae *ambiguousError
 		if c.Check(err, qt.ErrorAs, &ae) {
 			c.Check(ae.Arrays, qt.DeepEquals, []string{"md0", "md4"})
 		}

@@ -17,7 +17,7 @@ import (
 // DiscoverNames reports the named arrays, in the order given (a name
 // given twice is reported twice), each named as Resolve accepts it. With
 // no names it is Discover. It fails, reporting nothing, on the first name
-// that matches no array (ErrNoArray) or several (*AmbiguousError), when
+// that matches no array (ErrNoArray) or several (*ambiguousError), when
 // the list of arrays cannot be read, or when ctx is done; a problem with
 // one array's state is in that entry's Errors, as for Discover.
 func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, error) {
@@ -134,7 +134,7 @@ func (m *Manager) Record(ctx context.Context, opts RecordOptions) (RecordResult,
 		rec, err := NewRecord(a, now)
 		if err != nil {
 			ra.Err = err
-			var ne *NotRecordableError
+			var ne *notRecordableError
 			if errors.As(err, &ne) {
 				ra.Reason = ne.Reason
 			}
