@@ -159,8 +159,8 @@ func FuzzHostileMember(f *testing.F) {
 			}
 		}
 		if n := string(name); n != "" {
-			if _, err := m.Resolve(n); err != nil && !escape.Safe(err.Error()) {
-				t.Fatalf("Resolve(%q): error %q is not escaped", n, err)
+			if _, err := m.DiscoverNames(context.Background(), n); err != nil && !escape.Safe(err.Error()) {
+				t.Fatalf("DiscoverNames(%q): error %q is not escaped", n, err)
 			}
 		}
 	})
