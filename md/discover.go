@@ -57,14 +57,14 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 	if err := ctx.Err(); err != nil {
 		return Array{}, err
 	}
-	kname, err := m.Resolve(name)
+	kname, err := m.resolve(name)
 	if err != nil {
 		return Array{}, err
 	}
 	return m.status(m.fs.WithCache(), kname), nil
 }
 
-// Resolve turns an array name as a user would type it into the kernel
+// resolve turns an array name as a user would type it into the kernel
 // name: "md127", "/dev/md127", "md/boot", "/dev/md/boot", "boot" or
 // "talos:boot" (a name from the superblock), or the array UUID (in
 // canonical form or as mdadm prints it). The error matches ErrNoArray when
@@ -72,10 +72,10 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 //
 // Kernel names and device nodes are unique and are tried first. Names and
 // UUIDs come from the members' superblocks, which anyone who plugs in a
-// disk controls: when more than one array matches, Resolve refuses with an
+// disk controls: when more than one array matches, resolve refuses with an
 // *ambiguousError (matching ErrAmbiguous) that lists them all, rather than
 // pick one.
-func (m *Manager) Resolve(name string) (string, error) {
+func (m *Manager) resolve(name string) (string, error) {
 	arrays, err := m.fs.Arrays()
 	if err != nil {
 		return "", fmt.Errorf("md: listing arrays: %w", err)

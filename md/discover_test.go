@@ -77,11 +77,11 @@ func TestResolve(t *testing.T) {
 	dev := m.devRoot
 	want := fc.Info.Array
 	for _, name := range []string{want, dev + "/" + want, "/dev/" + want, "boot", "md/boot", "talos:boot"} {
-		got, err := m.Resolve(name)
+		got, err := m.resolve(name)
 		c.Check(err, qt.IsNil, qt.Commentf("%s", name))
 		c.Check(got, qt.Equals, want, qt.Commentf("%s", name))
 	}
-	_, err := m.Resolve("md99")
+	_, err := m.resolve("md99")
 	c.Check(err, qt.ErrorIs, ErrNoArray)
 
 	// A device node under any name, reached through a link, resolves by
@@ -97,7 +97,7 @@ func TestResolve(t *testing.T) {
 	}
 	link := filepath.Join(t.TempDir(), "other-name")
 	c.Assert(os.Symlink(node, link), qt.IsNil)
-	got, err := m.Resolve(link)
+	got, err := m.resolve(link)
 	c.Assert(err, qt.IsNil)
 	c.Check(got, qt.Equals, want)
 }

@@ -65,7 +65,7 @@ func refuse(op, array, member string, err error) error {
 	return &RefusedError{Op: op, Array: array, Member: member, Err: err}
 }
 
-// refuseLookup is refuse for the error of Resolve: a name that matches
+// refuseLookup is refuse for the error of resolve: a name that matches
 // no array, or several, is a refusal of the operation; an error reading
 // sysfs is not.
 func refuseLookup(op, array, member string, err error) error {

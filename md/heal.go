@@ -108,7 +108,7 @@ var (
 type HealOptions struct {
 	// Store holds the slot records; required.
 	Store Store
-	// Array limits the pass to one array, named as Manager.Resolve accepts
+	// Array limits the pass to one array, named as Manager.resolve accepts
 	// it (kernel name, UUID, name; an ambiguous one is refused); empty
 	// for every array.
 	Array string
@@ -181,7 +181,7 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 	if opts.Array != "" {
 		// One resolution rule for every command: a UUID or name that
 		// more than one array carries is refused.
-		kname, err := m.Resolve(opts.Array)
+		kname, err := m.resolve(opts.Array)
 		if err != nil {
 			return nil, refuseLookup("heal", opts.Array, "", err)
 		}
@@ -429,7 +429,7 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			whole(OutcomeRefused, fmt.Errorf("%w: it has failed; a rebuild cannot restore it", errHealState))
 			continue
 		}
-		rec, ok := rs.Find(a.UUID)
+		rec, ok := rs.find(a.UUID)
 		if !ok || a.UUID == "" {
 			whole(OutcomeRefused, fmt.Errorf("%w: record %s while it is healthy first", errNoRecord, a.Device))
 			continue

@@ -234,7 +234,7 @@ func TestHealPass(t *testing.T) {
 				c.Assert(d.Err, qt.ErrorIs, tt.err)
 			}
 			if tt.planned {
-				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.DevRoot() + "/vdc/"})
+				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.devRoot + "/vdc/"})
 			} else {
 				c.Assert(f.planned, qt.HasLen, 0)
 			}

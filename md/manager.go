@@ -98,9 +98,6 @@ func Open(cfg *Config) (*Manager, error) {
 // FS returns the sysfs tree the Manager reads.
 func (m *Manager) FS() sysfs.FS { return m.fs }
 
-// DevRoot returns the device directory the Manager uses.
-func (m *Manager) DevRoot() string { return m.devRoot }
-
 // ErrNoArray is matched by the error for an array name that does not
 // exist.
 var ErrNoArray = errors.New("md: no such array")

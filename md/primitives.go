@@ -101,7 +101,7 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	name, err := m.Resolve(array)
+	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("fail", array, member, err)
 	}
@@ -150,7 +150,7 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	name, err := m.Resolve(array)
+	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("remove", array, member, err)
 	}
@@ -219,7 +219,7 @@ func (m *Manager) Run(ctx context.Context, array string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	name, err := m.Resolve(array)
+	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("run", array, "", err)
 	}

@@ -186,9 +186,9 @@ func storable(s string) string {
 	return escape.Text(s)
 }
 
-// SameSlots reports whether r and o record the same array with the same
+// sameSlots reports whether r and o record the same array with the same
 // disks in the same ports, ignoring the LastHealthy times.
-func (r Record) SameSlots(o Record) bool {
+func (r Record) sameSlots(o Record) bool {
 	if r.UUID != o.UUID || r.Name != o.Name || r.Homehost != o.Homehost || r.Metadata != o.Metadata || r.Level != o.Level ||
 		r.RaidDisks != o.RaidDisks || r.ComponentBytes != o.ComponentBytes || len(r.Slots) != len(o.Slots) {
 		return false
@@ -274,7 +274,7 @@ type Records struct {
 }
 
 // Find returns the record of the array with the given UUID.
-func (rs *Records) Find(uuid string) (Record, bool) {
+func (rs *Records) find(uuid string) (Record, bool) {
 	if rs == nil {
 		return Record{}, false
 	}
@@ -288,13 +288,13 @@ func (rs *Records) Find(uuid string) (Record, bool) {
 
 // Put adds r, replacing any record of the same array, and keeps the list
 // sorted. It reports whether the ports or disks changed (a new array, or
-// SameSlots false); a refresh of the LastHealthy times alone is not a
+// sameSlots false); a refresh of the LastHealthy times alone is not a
 // change.
 func (rs *Records) Put(r Record) (changed bool) {
 	for i, old := range rs.Arrays {
 		if old.UUID == r.UUID {
 			rs.Arrays[i] = r
-			return !old.SameSlots(r)
+			return !old.sameSlots(r)
 		}
 	}
 	rs.Arrays = append(rs.Arrays, r)

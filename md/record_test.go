@@ -130,7 +130,7 @@ func TestRecordsPut(t *testing.T) {
 	later, err := NewRecord(healthyArray(2), recordTime.Add(time.Hour))
 	c.Assert(err, qt.IsNil)
 	c.Assert(rs.Put(later), qt.IsFalse)
-	got, ok := rs.Find(r.UUID)
+	got, ok := rs.find(r.UUID)
 	c.Assert(ok, qt.IsTrue)
 	c.Assert(got.Slots[0].LastHealthy, qt.Equals, recordTime.Add(time.Hour))
 	// A new disk in slot 1: a change.
@@ -147,11 +147,11 @@ func TestRecordsPut(t *testing.T) {
 	c.Assert(rs.Put(rb), qt.IsTrue)
 	c.Assert(rs.Arrays, qt.HasLen, 2)
 	c.Assert(rs.Arrays[0].UUID, qt.Equals, b.UUID)
-	_, ok = rs.Find("nope")
+	_, ok = rs.find("nope")
 	c.Assert(ok, qt.IsFalse)
 }
 
-// TestRecordCarriesHomehost: NewRecord keeps the homehost and SameSlots
+// TestRecordCarriesHomehost: NewRecord keeps the homehost and sameSlots
 // sees a change of it (md/store's TestRecordCarriesHomehost: the file
 // round-trips it).
 func TestRecordCarriesHomehost(t *testing.T) {
@@ -163,5 +163,5 @@ func TestRecordCarriesHomehost(t *testing.T) {
 	c.Assert(rec.Homehost, qt.Equals, "talos")
 	other := rec
 	other.Homehost = "elsewhere"
-	c.Assert(rec.SameSlots(other), qt.IsFalse)
+	c.Assert(rec.sameSlots(other), qt.IsFalse)
 }

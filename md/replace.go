@@ -53,7 +53,7 @@ import (
 // of a live member that is then copied while it stays in service. It never
 // grows the array and never writes a disk that holds anything.
 type ReplaceRequest struct {
-	// Array names the array as Manager.Resolve accepts it.
+	// Array names the array as Manager.resolve accepts it.
 	Array string
 	// With is the path of the new disk (such as /dev/sdc or a
 	// /dev/disk/by-id link).
@@ -98,7 +98,7 @@ func (m *Manager) planRequest(ctx context.Context, req ReplaceRequest, devUUID u
 	if req.With == "" {
 		return nil, fmt.Errorf("md: replace needs the new disk")
 	}
-	name, err := m.Resolve(req.Array)
+	name, err := m.resolve(req.Array)
 	if err != nil {
 		return nil, refuseLookup("replace", req.Array, req.Member, err)
 	}

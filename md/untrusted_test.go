@@ -179,7 +179,7 @@ func TestResolveAmbiguous(t *testing.T) {
 	renameArray(t, m, dev, "md4", md0.Homehost+":"+md0.Name)
 
 	for _, name := range []string{md0.Name, "md/" + md0.Name, "/dev/md/" + md0.Name, md0.Homehost + ":" + md0.Name} {
-		_, err := m.Resolve(name)
+		_, err := m.resolve(name)
 		c.Check(err, qt.ErrorIs, ErrAmbiguous, qt.Commentf("%s", name))
 		var ae *ambiguousError
 		if c.Check(err, qt.ErrorAs, &ae) {
@@ -197,7 +197,7 @@ func TestResolveAmbiguous(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrAmbiguous)
 
 	for _, name := range []string{"md0", "/dev/md0", md0.UUID, strings.ToUpper(md0.UUID)} {
-		got, err := m.Resolve(name)
+		got, err := m.resolve(name)
 		c.Check(err, qt.IsNil, qt.Commentf("%s", name))
 		c.Check(got, qt.Equals, "md0", qt.Commentf("%s", name))
 	}
@@ -208,7 +208,7 @@ func TestResolveAmbiguous(t *testing.T) {
 	for _, mem := range membersOf(t, m, "md4") {
 		craftMember(t, dev, mem, func(sb *superblock.Superblock) { sb.SetUUID = uuid.MustParse(md0.UUID) })
 	}
-	_, err = m.Resolve(md0.UUID)
+	_, err = m.resolve(md0.UUID)
 	c.Check(err, qt.ErrorIs, ErrAmbiguous)
 	store := &memStore{}
 	c.Assert(store.Save(ctx, &Records{}), qt.IsNil)

@@ -15,7 +15,7 @@ import (
 )
 
 // DiscoverNames reports the named arrays, in the order given (a name
-// given twice is reported twice), each named as Resolve accepts it. With
+// given twice is reported twice), each named as resolve accepts it. With
 // no names it is Discover. It fails, reporting nothing, on the first name
 // that matches no array (ErrNoArray) or several (*ambiguousError), when
 // the list of arrays cannot be read, or when ctx is done; a problem with
@@ -30,7 +30,7 @@ func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		kname, err := m.Resolve(name)
+		kname, err := m.resolve(name)
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +52,7 @@ type RecordOptions struct {
 	// Store keeps the slot records; required.
 	Store Store
 	// Arrays limits the pass to the named arrays, named as
-	// Manager.Resolve accepts them; empty for every array.
+	// Manager.resolve accepts them; empty for every array.
 	Arrays []string
 	// Refresh is how old a record whose ports and disks are unchanged
 	// must be before it is saved again with new LastHealthy times; zero
@@ -142,9 +142,9 @@ func (m *Manager) Record(ctx context.Context, opts RecordOptions) (RecordResult,
 			continue
 		}
 		ra.Record = &rec
-		old, ok := rs.Find(rec.UUID)
+		old, ok := rs.find(rec.UUID)
 		fresh := opts.Refresh > 0 && ok && len(old.Slots) > 0 && now.Sub(old.Slots[0].LastHealthy) < opts.Refresh
-		if !ok || !old.SameSlots(rec) || !fresh {
+		if !ok || !old.sameSlots(rec) || !fresh {
 			ra.Changed = rs.Put(rec)
 			dirty = true
 		}
@@ -172,7 +172,7 @@ func (m *Manager) recordArrays(ctx context.Context, opts RecordOptions) ([]Array
 	} else if len(opts.Arrays) > 0 {
 		var keep []Array
 		for _, name := range opts.Arrays {
-			kname, err := m.Resolve(name)
+			kname, err := m.resolve(name)
 			if err != nil {
 				return nil, time.Time{}, err
 			}
