@@ -265,7 +265,7 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 
 // readSuperblocks reads the superblocks of all members at once, each
 // with the read deadline (readGate): a member whose disk does not answer
-// is reported as such (ErrNoAnswer in its Error) and delays the report by
+// is reported as such (errNoAnswer in its Error) and delays the report by
 // the deadline at most, however many members stall.
 func (m *Manager) readSuperblocks(s *snapshot) {
 	type result struct {
@@ -376,7 +376,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 
 // readSuperblock reads the superblock of the version the kernel reports
 // from the member's device node, waiting at most the read deadline (the
-// error then matches ErrNoAnswer). A superblock with a bad checksum is
+// error then matches errNoAnswer). A superblock with a bad checksum is
 // returned together with the error.
 func (m *Manager) readSuperblock(kname string, mv sysfs.MetadataVersion) (*superblock.Superblock, error) {
 	v, err := superblock.ParseVersion(fmt.Sprintf("%d.%d", mv.Major, mv.Minor))

@@ -15,7 +15,7 @@ var ErrRefused = errors.New("md: refused")
 
 // RefusedError is a refusal: the operation decided not to go ahead and
 // wrote nothing. It matches ErrRefused and unwraps to the specific cause
-// (a sentinel such as ErrNoEmptySlot or ErrWouldFail, a *NotBlankError,
+// (a sentinel such as ErrNoEmptySlot or errWouldFail, a *NotBlankError,
 // a *lockedError, or an error wrapping the kernel's unix.EBUSY), so
 // errors.Is and errors.As see through it.
 type RefusedError struct {

@@ -23,7 +23,7 @@ func TestPrimitiveRefusalsMatchErrRefused(t *testing.T) {
 		member  string
 		want    error
 	}{
-		{name: "fail the last in-sync member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: ErrWouldFail},
+		{name: "fail the last in-sync member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: errWouldFail},
 		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: errNoMember},
 		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: errArrayInactive},
 		{name: "fail in no array", fixture: "raid1-v1.2", op: "fail", array: "md9", member: "vda", want: ErrNoArray},
@@ -74,7 +74,7 @@ func TestKernelBusyIsARefusal(t *testing.T) {
 	r.k.fail = map[string]error{"SetFaulty": &os.PathError{Op: "ioctl SET_DISK_FAULTY", Path: "/dev/md0", Err: unix.EBUSY}}
 	err := r.m.Fail(ctx, "md0", "vdb")
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrWouldFail)
+	c.Check(err, qt.ErrorIs, errWouldFail)
 	c.Check(err, qt.ErrorIs, unix.EBUSY)
 
 	r.k.fail = map[string]error{"SetFaulty": &os.PathError{Op: "ioctl SET_DISK_FAULTY", Path: "/dev/md0", Err: unix.EIO}}

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultRunDir is where per-array lock files live.
-const DefaultRunDir = "/run/mdraid"
+// defaultRunDir is where per-array lock files live.
+const defaultRunDir = "/run/mdraid"
 
 // errLocked means another replace holds the array's lock.
 var errLocked = errors.New("md: another replace is running on this array")
@@ -36,20 +36,20 @@ func (e *lockedError) Error() string {
 // written when the lock is held.
 func (e *lockedError) Is(target error) bool { return target == errLocked || target == ErrRefused }
 
-// ErrUnsafeRunDir is matched by the error for a run directory, or a lock
+// errUnsafeRunDir is matched by the error for a run directory, or a lock
 // file in it, that someone other than us could have planted: lock files
 // are opened by root at predictable names, so a directory another user
 // can write to would let them point root at any file.
-var ErrUnsafeRunDir = errors.New("md: unsafe run directory")
+var errUnsafeRunDir = errors.New("md: unsafe run directory")
 
 // unsafeRunDir is the error for an unsafe run directory or lock file: it
-// matches ErrUnsafeRunDir and, since nothing was written, ErrRefused.
+// matches errUnsafeRunDir and, since nothing was written, ErrRefused.
 type unsafeRunDir struct{ msg string }
 
-func (e *unsafeRunDir) Error() string { return ErrUnsafeRunDir.Error() + ": " + e.msg }
+func (e *unsafeRunDir) Error() string { return errUnsafeRunDir.Error() + ": " + e.msg }
 
 func (e *unsafeRunDir) Is(target error) bool {
-	return target == ErrUnsafeRunDir || target == ErrRefused
+	return target == errUnsafeRunDir || target == ErrRefused
 }
 
 func unsafeDir(format string, args ...any) error {
@@ -69,7 +69,7 @@ func lockArray(dir, key string) (func(), error) { return lockArrayAs(dir, key, o
 
 // lockArrayAs is lockArray for a process whose files belong to uid (the
 // seam for tests, which cannot make files owned by another user). It
-// refuses, with an error matching ErrUnsafeRunDir and without writing
+// refuses, with an error matching errUnsafeRunDir and without writing
 // anything:
 //   - a run directory not owned by uid, or writable by group or others;
 //   - a lock file that is a symbolic link (it is opened with O_NOFOLLOW,

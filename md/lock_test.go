@@ -60,7 +60,7 @@ func TestLockRefusesUnsafeRunDir(t *testing.T) {
 			if err == nil {
 				unlock()
 			}
-			c.Check(err, qt.ErrorIs, ErrUnsafeRunDir)
+			c.Check(err, qt.ErrorIs, errUnsafeRunDir)
 			c.Check(err, qt.ErrorIs, ErrRefused) // nothing was written
 			b, err := os.ReadFile(victim)
 			c.Assert(err, qt.IsNil)

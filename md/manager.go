@@ -21,16 +21,16 @@ type Config struct {
 	// superblocks.
 	DevRoot string
 	// RunDir holds the per-array lock files of replace; default
-	// DefaultRunDir (/run/mdraid). It is created if missing; one not
+	// defaultRunDir (/run/mdraid). It is created if missing; one not
 	// owned by the effective user or writable by group or others is
-	// refused (ErrUnsafeRunDir), since lock files have predictable names.
+	// refused (errUnsafeRunDir), since lock files have predictable names.
 	RunDir string
 	// MountInfo is the mount table read to refuse mounted disks; default
 	// /proc/self/mountinfo.
 	MountInfo string
 	// ReadTimeout bounds each read of a member's superblock or bitmap;
-	// default DefaultReadTimeout. A member that does not answer in time
-	// is reported with an error matching ErrNoAnswer, and the rest of the
+	// default defaultReadTimeout. A member that does not answer in time
+	// is reported with an error matching errNoAnswer, and the rest of the
 	// report is filled in.
 	ReadTimeout time.Duration
 	// Now is the clock that dates reports and records; default
@@ -76,7 +76,7 @@ func Open(cfg *Config) (*Manager, error) {
 		return nil, fmt.Errorf("md: %w", err)
 	}
 	if c.RunDir == "" {
-		c.RunDir = DefaultRunDir
+		c.RunDir = defaultRunDir
 	}
 	if c.MountInfo == "" {
 		c.MountInfo = blockdev.DefaultMountInfo

@@ -34,9 +34,9 @@ type ops struct {
 
 // Errors of the primitives.
 var (
-	// ErrWouldFail means failing the member would leave the array unable
+	// errWouldFail means failing the member would leave the array unable
 	// to serve its data; nothing was written.
-	ErrWouldFail = errors.New("md: refusing: would fail the array")
+	errWouldFail = errors.New("md: refusing: would fail the array")
 	// errNoMember means the named device is not a member of the array.
 	errNoMember = errors.New("md: not a member of the array")
 	// errMemberActive means a member that still holds a slot (in sync or
@@ -85,16 +85,16 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 		inSync[ms.Slot] = false
 	}
 	if !survives(a.Level, s.layout, inSync) {
-		return nil, fmt.Errorf("%w: %s holds the last in-sync copy of some data in %s", ErrWouldFail, name, s.name)
+		return nil, fmt.Errorf("%w: %s holds the last in-sync copy of some data in %s", errWouldFail, name, s.name)
 	}
 	return ms, nil
 }
 
 // Fail marks a member faulty (SET_DISK_FAULTY), as a failing disk would.
 // member is a kernel name or a device path. It refuses, writing nothing,
-// with an error matching ErrWouldFail when the array would not survive
+// with an error matching errWouldFail when the array would not survive
 // without the member; if the kernel refuses anyway (EBUSY) the error
-// matches both ErrWouldFail and unix.EBUSY. Every refusal is a
+// matches both errWouldFail and unix.EBUSY. Every refusal is a
 // *RefusedError matching ErrRefused. Failing a faulty member again does
 // nothing.
 func (m *Manager) Fail(ctx context.Context, array, member string) error {
@@ -119,7 +119,7 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	}
 	if err := m.ops.k.SetFaulty(name, dev); err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return refuse("fail", name, member, fmt.Errorf("%w: the kernel refused to fail %s: %w", ErrWouldFail, ms.Device, err))
+			return refuse("fail", name, member, fmt.Errorf("%w: the kernel refused to fail %s: %w", errWouldFail, ms.Device, err))
 		}
 		return fmt.Errorf("md: failing %s in %s: %w", ms.Device, name, err)
 	}

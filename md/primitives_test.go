@@ -19,11 +19,11 @@ func TestDecidePrimitives(t *testing.T) {
 		want    error
 	}{
 		{name: "fail a mirror half", fixture: "raid1-v1.2", op: "fail", member: "vdb"},
-		{name: "fail the last in-sync raid1 member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: ErrWouldFail},
-		{name: "fail a second raid5 member", fixture: "raid5-degraded", op: "fail", member: "vda", want: ErrWouldFail},
+		{name: "fail the last in-sync raid1 member", fixture: "raid1-degraded-missing", op: "fail", member: "vda", want: errWouldFail},
+		{name: "fail a second raid5 member", fixture: "raid5-degraded", op: "fail", member: "vda", want: errWouldFail},
 		{name: "fail one raid5 member", fixture: "raid5", op: "fail", member: "vdc"},
 		{name: "fail one raid10 member", fixture: "raid10", op: "fail", member: "vda"},
-		{name: "fail both copies in raid10", fixture: "raid10", edit: failMember("vda"), op: "fail", member: "vdb", want: ErrWouldFail},
+		{name: "fail both copies in raid10", fixture: "raid10", edit: failMember("vda"), op: "fail", member: "vdb", want: errWouldFail},
 		{name: "fail a faulty member again", fixture: "raid1-failed", op: "fail", member: "vdb"},
 		{name: "fail a rebuilding member", fixture: "raid1-recovering", op: "fail", member: "vdc"},
 		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: errNoMember},
@@ -79,7 +79,7 @@ func TestPrimitivesCallKernel(t *testing.T) {
 	// The kernel says no: EBUSY comes through, as a refusal.
 	r.k.fail = map[string]error{"SetFaulty": &os.PathError{Op: "ioctl SET_DISK_FAULTY", Path: "/dev/md0", Err: unix.EBUSY}}
 	err := r.m.Fail(ctx, "md0", "vdb")
-	c.Check(err, qt.ErrorIs, ErrWouldFail)
+	c.Check(err, qt.ErrorIs, errWouldFail)
 	c.Check(err, qt.ErrorIs, unix.EBUSY)
 
 	// Remove retries EBUSY, then gives up with it.

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// ErrNoAnswer is matched by the error for a member device that did not
+// errNoAnswer is matched by the error for a member device that did not
 // answer a read within the Manager's read timeout (Config.ReadTimeout).
 // The read is left running; a later pass waits for the same read rather
 // than starting another one on the stalled device.
-var ErrNoAnswer = errors.New("md: the device did not answer")
+var errNoAnswer = errors.New("md: the device did not answer")
 
-// DefaultReadTimeout bounds one superblock or bitmap read of a member.
-const DefaultReadTimeout = 5 * time.Second
+// defaultReadTimeout bounds one superblock or bitmap read of a member.
+const defaultReadTimeout = 5 * time.Second
 
 // readGate runs member reads with a deadline. A read that does not answer
 // in time cannot be cancelled (a read of a stalled disk blocks in the
@@ -35,14 +35,14 @@ type pendingRead struct {
 
 func newReadGate(timeout time.Duration) *readGate {
 	if timeout <= 0 {
-		timeout = DefaultReadTimeout
+		timeout = defaultReadTimeout
 	}
 	return &readGate{timeout: timeout, pending: map[string]*pendingRead{}}
 }
 
 // do runs read for the device key, or joins the read of key already
 // running, and waits at most the gate's timeout for it. The error matches
-// ErrNoAnswer when the read did not return in time.
+// errNoAnswer when the read did not return in time.
 func (g *readGate) do(key string, read func() (any, error)) (any, error) {
 	g.mu.Lock()
 	p := g.pending[key]
@@ -64,6 +64,6 @@ func (g *readGate) do(key string, read func() (any, error)) (any, error) {
 	case <-p.done:
 		return p.val, p.err
 	case <-t.C:
-		return nil, fmt.Errorf("%w: %s: no answer to a read started %v ago", ErrNoAnswer, key, time.Since(p.start).Round(time.Millisecond))
+		return nil, fmt.Errorf("%w: %s: no answer to a read started %v ago", errNoAnswer, key, time.Since(p.start).Round(time.Millisecond))
 	}
 }

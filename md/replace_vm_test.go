@@ -381,7 +381,7 @@ func TestVMReplaceRefusals(t *testing.T) {
 		{name: "two empty slots", want: errSlotAmbiguous},
 	})
 	// The library refuses to fail the last copy of a raid10 half.
-	c.Check(m.Fail(ctx, r10, disks[4].Name), qt.ErrorIs, ErrWouldFail)
+	c.Check(m.Fail(ctx, r10, disks[4].Name), qt.ErrorIs, errWouldFail)
 }
 
 // zeroEnds zeroes the first and last MiB of a disk.
