@@ -81,9 +81,8 @@ var _ error = (*NotBlankError)(nil)
 // CheckBlank decides whether the device r of size bytes is blank: whether
 // it may be written without destroying anything someone might still
 // want. It returns nil for a blank disk, a *NotBlankError for the first
-// finding (matching ErrNotBlank and one of errHasMDSuperblock,
-// errHasPartitionTable, errHasSignature or errHasData), or the I/O error
-// that kept it from deciding. A read error is never taken as blank.
+// finding (matching ErrNotBlank; its Kind says what kind of content it
+// is), or the I/O error that kept it from deciding. A read error is never taken as blank.
 //
 // # The blank rule
 //

@@ -51,8 +51,11 @@ func lessDevice(a, b string) bool {
 	return a < b
 }
 
-// Status reports one array, named by kernel name ("md127"), device path
-// ("/dev/md127"), or /dev/md/ name ("boot", "/dev/md/boot").
+// Status reports one array, named as in the package documentation
+// ("Naming arrays"): kernel name ("md127"), device path ("/dev/md127"),
+// /dev/md/ name ("boot", "/dev/md/boot"), superblock name or UUID. A
+// name that matches no array gives ErrNoArray, one that matches several
+// ErrAmbiguous.
 func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 	if err := ctx.Err(); err != nil {
 		return Array{}, err

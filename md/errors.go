@@ -9,15 +9,16 @@ import (
 // package documentation ("Errors").
 
 // ErrRefused is matched by every error for an operation that was refused
-// and wrote nothing: a *RefusedError, a held lock (*lockedError) and an
-// unsafe run directory.
+// and wrote nothing: a *RefusedError, another replace holding the array's
+// lock, and an unsafe run directory (Config.RunDir).
 var ErrRefused = errors.New("md: refused")
 
 // RefusedError is a refusal: the operation decided not to go ahead and
 // wrote nothing. It matches ErrRefused and unwraps to the specific cause
-// (a sentinel such as ErrNoEmptySlot or errWouldFail, a *NotBlankError,
-// a *lockedError, or an error wrapping the kernel's unix.EBUSY), so
-// errors.Is and errors.As see through it.
+// (a sentinel such as ErrNoEmptySlot, ErrNoArray or ErrAmbiguous, a
+// *NotBlankError, or an error wrapping the kernel's unix.EBUSY), so
+// errors.Is and errors.As see through it; the other causes are told
+// apart by the message alone.
 type RefusedError struct {
 	// Op is the operation refused: "replace", "fail", "remove", "run",
 	// "heal" or "lock".

@@ -75,8 +75,9 @@ type StepTiming struct {
 
 // ExecuteReplace carries out a plan from PlanReplace:
 //
-//  1. it takes the array's exclusive lock (an error matching errLocked if
-//     another replace holds it);
+//  1. it takes the array's exclusive lock (a refusal, matching
+//     ErrRefused and naming the lock's holder, if another replace holds
+//     it);
 //  2. re-reads the array and the candidate and plans again, failing with
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
 //     differs;

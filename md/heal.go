@@ -60,9 +60,10 @@ type Decision struct {
 	// Outcome is what was done; Reason says why, for people.
 	Outcome Outcome `json:"outcome"`
 	Reason  string  `json:"reason"`
-	// Err is the typed cause of a refusal or failure: one of the Err*
-	// sentinels below, the Store's error, or the replace planner's or
-	// executor's error.
+	// Err is the typed cause of a refusal or failure: a *RefusedError
+	// (matching ErrRefused) for heal's own refusals and the planner's,
+	// an error matching ErrHealDeferred or ErrHealNotRetried, the
+	// Store's error, or the executor's error.
 	Err error `json:"-"`
 
 	old string // the faulty member still holding the slot, removed first
@@ -108,9 +109,8 @@ var (
 type HealOptions struct {
 	// Store holds the slot records; required.
 	Store Store
-	// Array limits the pass to one array, named as Manager.resolve accepts
-	// it (kernel name, UUID, name; an ambiguous one is refused); empty
-	// for every array.
+	// Array limits the pass to one array, named as in the package documentation ("Naming arrays"); an
+	// ambiguous name is refused. Empty for every array.
 	Array string
 	// DryRun plans but writes nothing (OutcomeWouldHeal).
 	DryRun bool
@@ -148,9 +148,9 @@ type HealHistory struct {
 // enough), the replace executor adds it. Heal never grows an array, never
 // touches a disk that is not blank, never uses a disk in another port, and
 // never acts on an array without a record. A record whose array now names
-// another homehost (errRecordHost), and a port that two slot records
-// claim (errPortClaimed), are refused with the reason. One slot per array is healed
-// per pass; the next waits until the recovery ends.
+// another homehost, and a port that two slot records claim, are refused
+// with the reason (Decision.Reason). One slot per array is healed per
+// pass; the next waits until the recovery ends.
 //
 // Every decision is returned and logged. Heal fails, acting on nothing,
 // when the records cannot be loaded: a missing store gives an error

@@ -21,17 +21,18 @@ type Config struct {
 	// superblocks.
 	DevRoot string
 	// RunDir holds the per-array lock files of replace; default
-	// defaultRunDir (/run/mdraid). It is created if missing; one not
-	// owned by the effective user or writable by group or others is
-	// refused (errUnsafeRunDir), since lock files have predictable names.
+	// /run/mdraid. It is created if missing; one not owned by the
+	// effective user or writable by group or others is refused (an error
+	// matching ErrRefused: "md: unsafe run directory: ..."), since lock
+	// files have predictable names.
 	RunDir string
 	// MountInfo is the mount table read to refuse mounted disks; default
 	// /proc/self/mountinfo.
 	MountInfo string
 	// ReadTimeout bounds each read of a member's superblock or bitmap;
-	// default defaultReadTimeout. A member that does not answer in time
-	// is reported with an error matching errNoAnswer, and the rest of the
-	// report is filled in.
+	// default 5 seconds. A member that does not answer in time is
+	// reported so in its Member.Error ("md: the device did not answer:
+	// ..."), and the rest of the report is filled in.
 	ReadTimeout time.Duration
 	// Now is the clock that dates reports and records; default
 	// time.Now. Tests set it to pin the report time.

@@ -10,7 +10,8 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 )
 
-// ErrUnsafeName is matched by the *unsafeNameError that SafeName returns.
+// ErrUnsafeName is matched by the error SafeName returns for a name it
+// refuses; the message quotes the name, escaped, and says why.
 var ErrUnsafeName = errors.New("md: array name cannot be used as a device name")
 
 // unsafeNameError says why a superblock name was refused. It matches
@@ -43,7 +44,7 @@ func (e *unsafeNameError) Is(target error) bool { return target == ErrUnsafeName
 //   - an empty name is no name (mdadm makes no link and prints no
 //     MD_NAME).
 //
-// and refuses, with an *unsafeNameError matching ErrUnsafeName, what
+// and refuses, with an error matching ErrUnsafeName, what
 // mdadm would pass through but a path or a udev rule must not see: the
 // names "." and "..", a leading '-' (taken for an option), bytes that are
 // not UTF-8, and any rune other than a letter, a digit or one of

@@ -92,9 +92,9 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 
 // Fail marks a member faulty (SET_DISK_FAULTY), as a failing disk would.
 // member is a kernel name or a device path. It refuses, writing nothing,
-// with an error matching errWouldFail when the array would not survive
-// without the member; if the kernel refuses anyway (EBUSY) the error
-// matches both errWouldFail and unix.EBUSY. Every refusal is a
+// when the array would not survive without the member ("md: refusing:
+// would fail the array: ..."); if the kernel refuses anyway (EBUSY) the
+// refusal also matches unix.EBUSY. Every refusal is a
 // *RefusedError matching ErrRefused. Failing a faulty member again does
 // nothing.
 func (m *Manager) Fail(ctx context.Context, array, member string) error {
@@ -142,8 +142,8 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 // Remove unbinds a faulty member or a spare from the array
 // (HOT_REMOVE_DISK), retrying EBUSY a few times as mdadm does. On an
 // array that is not running (ENODEV) it writes "remove" to the member's
-// sysfs state instead. A member that still holds a slot is refused with
-// errMemberActive; the kernel's EBUSY (a rebuild running) is returned
+// sysfs state instead. A member that still holds a slot (in sync or
+// rebuilding) is refused; the kernel's EBUSY (a rebuild running) is returned
 // wrapped, matching unix.EBUSY. Both are refusals: *RefusedError,
 // matching ErrRefused.
 func (m *Manager) Remove(ctx context.Context, array, member string) error {
@@ -212,9 +212,9 @@ func countTrue(v []bool) int {
 
 // Run starts an assembled, inactive array with the members it has
 // (RUN_ARRAY), as mdadm --run does: the last resort for an array that
-// was assembled one member short. It refuses with errArrayRunning for a
-// running array and errNotEnough when the members cannot serve the data,
-// each in a *RefusedError matching ErrRefused.
+// was assembled one member short. It refuses an array that is
+// already running and one whose members cannot serve the data, each with
+// a *RefusedError matching ErrRefused whose message says which.
 func (m *Manager) Run(ctx context.Context, array string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -76,8 +76,9 @@ type SlotRecord struct {
 	LastHealthy time.Time `json:"last_healthy"`
 }
 
-// ErrNotRecordable is matched by the *notRecordableError that NewRecord
-// returns for an array that is not fully healthy.
+// ErrNotRecordable is matched by the error NewRecord returns for an array
+// that is not fully healthy ("md: not recording md127: REASON"; the
+// reason alone is RecordedArray.Reason).
 var ErrNotRecordable = errors.New("md: array is not healthy enough to record")
 
 // notRecordableError says why an array was not recorded.
@@ -101,8 +102,8 @@ var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
 // as healthy at now. It is the one place that decides what may be
 // recorded: a running array of a level with redundancy and native
 // metadata, not reshaping, with every slot held by an in-sync member that
-// has a by-path identity, and nothing missing. Otherwise it returns a *notRecordableError (matching
-// ErrNotRecordable) with the reason.
+// has a by-path identity, and nothing missing. Otherwise it returns an error matching
+// ErrNotRecordable that says why.
 func NewRecord(a Array, now time.Time) (Record, error) {
 	refuse := func(format string, args ...any) (Record, error) {
 		return Record{}, &notRecordableError{Array: a.Device, Reason: fmt.Sprintf(format, args...)}

@@ -53,7 +53,7 @@ import (
 // of a live member that is then copied while it stays in service. It never
 // grows the array and never writes a disk that holds anything.
 type ReplaceRequest struct {
-	// Array names the array as Manager.resolve accepts it.
+	// Array is the array, named as in the package documentation ("Naming arrays").
 	Array string
 	// With is the path of the new disk (such as /dev/sdc or a
 	// /dev/disk/by-id link).
@@ -72,7 +72,7 @@ type ReplaceRequest struct {
 	// ByPath, when set, is the by-path identity (blockdev.PathID) the
 	// disk must have: heal names the port it found the disk in, and a
 	// disk that is elsewhere by the time of the plan, or of the
-	// executor's final plan under the lock, is refused (errPortChanged).
+	// executor's final plan under the lock, is refused.
 	ByPath string
 	// AllowImageFile accepts a regular file as the candidate. It exists
 	// for tests; mdctl never sets it.
@@ -411,7 +411,8 @@ type WaitRequest struct {
 // waits for the kernel to mark the old member faulty and removes it.
 // It returns the array's status at the end, whose health the caller
 // should check. Cancelling ctx stops the waiting, not the rebuild.
-// A new member that turns faulty or disappears gives errRebuildFailed.
+// A new member that turns faulty or disappears is an error saying so
+// ("md: rebuild failed: ...").
 func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error) {
 	interval := w.Interval
 	if interval <= 0 {

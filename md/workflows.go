@@ -15,9 +15,9 @@ import (
 )
 
 // DiscoverNames reports the named arrays, in the order given (a name
-// given twice is reported twice), each named as resolve accepts it. With
+// given twice is reported twice), each named as in the package documentation ("Naming arrays"). With
 // no names it is Discover. It fails, reporting nothing, on the first name
-// that matches no array (ErrNoArray) or several (*ambiguousError), when
+// that matches no array (ErrNoArray) or several (ErrAmbiguous), when
 // the list of arrays cannot be read, or when ctx is done; a problem with
 // one array's state is in that entry's Errors, as for Discover.
 func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, error) {
@@ -51,8 +51,8 @@ func (a *Array) Readable() bool {
 type RecordOptions struct {
 	// Store keeps the slot records; required.
 	Store Store
-	// Arrays limits the pass to the named arrays, named as
-	// Manager.resolve accepts them; empty for every array.
+	// Arrays limits the pass to the named arrays, named as in the package documentation ("Naming arrays");
+	// empty for every array.
 	Arrays []string
 	// Refresh is how old a record whose ports and disks are unchanged
 	// must be before it is saved again with new LastHealthy times; zero
