@@ -105,10 +105,8 @@
 // never matches ErrRefused. A heal [Decision] that did not act matches
 // [ErrHealDeferred] (the array is busy; a later pass tries again) or
 // [ErrHealNotRetried] (an attempt that failed before in the same way is
-// not repeated until the disk or the array changes);
-// [ErrNotRecordable] is NewRecord's answer for an array that is not
-// healthy enough to record, and [ErrUnsafeName] SafeName's for a name it
-// refuses.
+// not repeated until the disk or the array changes); [ErrUnsafeName] is
+// SafeName's answer for a name it refuses.
 //
 // Kernel documentation: https://docs.kernel.org/admin-guide/md.html.
 package md

@@ -77,8 +77,7 @@ type SlotRecord struct {
 }
 
 // ErrNotRecordable is matched by the error NewRecord returns for an array
-// that is not fully healthy ("md: not recording md127: REASON"; the
-// reason alone is RecordedArray.Reason).
+// that is not fully healthy.
 var ErrNotRecordable = errors.New("md: array is not healthy enough to record")
 
 // notRecordableError says why an array was not recorded.
@@ -102,8 +101,9 @@ var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}
 // as healthy at now. It is the one place that decides what may be
 // recorded: a running array of a level with redundancy and native
 // metadata, not reshaping, with every slot held by an in-sync member that
-// has a by-path identity, and nothing missing. Otherwise it returns an error matching
-// ErrNotRecordable that says why.
+// has a by-path identity, and nothing missing. Otherwise it returns an
+// error that says why ("md: not recording md127: REASON"; NewRecord
+// returns no other error).
 func NewRecord(a Array, now time.Time) (Record, error) {
 	refuse := func(format string, args ...any) (Record, error) {
 		return Record{}, &notRecordableError{Array: a.Device, Reason: fmt.Sprintf(format, args...)}

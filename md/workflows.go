@@ -86,8 +86,7 @@ type RecordedArray struct {
 	Array Array
 	// Record is the array's record; nil when Err is set.
 	Record *Record
-	// Err says why the array was not recorded: NewRecord's error,
-	// matching ErrNotRecordable.
+	// Err says why the array was not recorded: NewRecord's error.
 	Err error
 	// Reason is Err's reason alone, without the array's name, for a
 	// caller that already names the array ("its UUID is unknown").
