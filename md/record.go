@@ -76,9 +76,9 @@ type SlotRecord struct {
 	LastHealthy time.Time `json:"last_healthy"`
 }
 
-// ErrNotRecordable is matched by the error NewRecord returns for an array
+// errNotRecordable is matched by the error NewRecord returns for an array
 // that is not fully healthy.
-var ErrNotRecordable = errors.New("md: array is not healthy enough to record")
+var errNotRecordable = errors.New("md: array is not healthy enough to record")
 
 // notRecordableError says why an array was not recorded.
 type notRecordableError struct {
@@ -91,8 +91,8 @@ func (e *notRecordableError) Error() string {
 	return fmt.Sprintf("md: not recording %s: %s", e.Array, e.Reason)
 }
 
-// Is reports whether target is ErrNotRecordable.
-func (e *notRecordableError) Is(target error) bool { return target == ErrNotRecordable }
+// Is reports whether target is errNotRecordable.
+func (e *notRecordableError) Is(target error) bool { return target == errNotRecordable }
 
 // recordableLevels are the levels heal can act on: those with redundancy.
 var recordableLevels = []string{"raid1", "raid4", "raid5", "raid6", "raid10"}

@@ -46,7 +46,7 @@ func TestNewRecordFromFixtures(t *testing.T) {
 	} {
 		c.Run(tt.name, func(c *qt.C) {
 			_, err := NewRecord(fixtureArray(c, tt.name), recordTime)
-			c.Assert(err, qt.ErrorIs, ErrNotRecordable)
+			c.Assert(err, qt.ErrorIs, errNotRecordable)
 			var ne *notRecordableError
 			c.Assert(errors.As(err, &ne), qt.IsTrue)
 			c.Assert(ne.Reason, qt.Equals, tt.reason)
@@ -109,7 +109,7 @@ func TestNewRecordRefusals(t *testing.T) {
 			a := healthyArray(2)
 			tt.mod(&a)
 			_, err := NewRecord(a, recordTime)
-			c.Assert(err, qt.ErrorIs, ErrNotRecordable)
+			c.Assert(err, qt.ErrorIs, errNotRecordable)
 			c.Assert(err.(*notRecordableError).Reason, qt.Equals, tt.reason)
 		})
 	}

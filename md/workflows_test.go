@@ -96,7 +96,7 @@ func TestRecord(t *testing.T) {
 	res, err = dm.Record(c.Context(), RecordOptions{Store: st})
 	c.Assert(err, qt.IsNil)
 	c.Assert(res.Saved, qt.IsFalse)
-	c.Assert(res.Arrays[0].Err, qt.ErrorIs, ErrNotRecordable)
+	c.Assert(res.Arrays[0].Err, qt.ErrorIs, errNotRecordable)
 	c.Assert(res.Arrays[0].Record, qt.IsNil)
 	c.Assert(st.data, qt.DeepEquals, before)
 
