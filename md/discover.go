@@ -169,8 +169,13 @@ type snapshot struct {
 	action    sysfs.SyncAction
 	progress  sysfs.Progress
 	speed     sysfs.Optional[uint64]
-	members   []memberSnap
-	errs      []string
+	// mismatch is mismatch_cnt, nil when the array has none.
+	mismatch *uint64
+	// lastAction is last_sync_action in today's words (lastSyncAction),
+	// empty when the array has none.
+	lastAction sysfs.SyncAction
+	members    []memberSnap
+	errs       []string
 	// kernelNums is what GET_DISK_INFO said; nil when not asked (status)
 	// or when the ioctl failed (see devnumbers.go).
 	kernelNums *kernelNumbers
@@ -197,6 +202,20 @@ func optional(err error) error {
 		return nil
 	}
 	return err
+}
+
+// lastSyncAction turns a last_sync_action value into the words of
+// sync_action. Linux 6.1 names a recovery "recovery" there and shows
+// "none" before the first sync; 6.12 and later show "recover" and "idle"
+// (docs/scrub.md §6). Anything else is kept as read.
+func lastSyncAction(raw sysfs.SyncAction) sysfs.SyncAction {
+	switch raw {
+	case "recovery":
+		return sysfs.ActionRecover
+	case "none":
+		return sysfs.ActionIdle
+	}
+	return raw
 }
 
 // read takes a snapshot of the array name.
@@ -254,6 +273,16 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	s.note("sync_completed", optional(err))
 	s.speed, err = a.SyncSpeed()
 	s.note("sync_speed", optional(err))
+	if n, err := a.MismatchCount(); err == nil {
+		s.mismatch = &n
+	} else {
+		s.note("mismatch_cnt", optional(err))
+	}
+	if la, err := a.LastSyncAction(); err == nil {
+		s.lastAction = lastSyncAction(la)
+	} else {
+		s.note("last_sync_action", optional(err))
+	}
 
 	members, err := a.Members()
 	s.note("members", err)

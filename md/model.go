@@ -68,6 +68,26 @@ type Array struct {
 	Availability Availability `json:"availability"`
 	Redundancy   Redundancy   `json:"redundancy"`
 	Activity     Activity     `json:"activity"`
+	// MismatchSectors is the kernel's mismatch_cnt: 512-byte sectors in
+	// the regions where the last check, repair or resync found copies
+	// (raid1/10) or parity (raid4/5/6) disagreeing, counted in whole
+	// resync blocks or stripes, so a coarse figure. The kernel resets it
+	// when a check, repair or resync starts (also a resumed one) and when
+	// the array stops, so it covers the current or last such pass only;
+	// a recovery or reshape leaves it as it was. While a check runs it
+	// counts what that check found so far. Nil (left out of JSON) when
+	// the array has no mismatch_cnt: not redundant (raid0, linear) or
+	// not running. MismatchMeaning says what a non-zero count means.
+	MismatchSectors *uint64 `json:"mismatch_sectors,omitempty"`
+	// LastSyncAction is the kernel's last_sync_action: the kind of the
+	// sync thread that ran last (or runs now) since the array started,
+	// not persisted across a stop. "idle" means none has run. Linux 6.1
+	// spells two of its words differently ("recovery", and "none" before
+	// the first sync); they are reported in today's words ("recover",
+	// "idle") so that one value means one thing on every kernel. An
+	// unknown future word is passed through as read. Empty (left out of
+	// JSON) when the array has no such attribute.
+	LastSyncAction sysfs.SyncAction `json:"last_sync_action,omitempty"`
 	// Freeze is set while recovery is frozen: who froze it, as far as
 	// mdctl knows, and what undoes it (see freeze.go).
 	Freeze *Freeze `json:"freeze,omitempty"`

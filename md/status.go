@@ -115,6 +115,11 @@ func build(s *snapshot, devRoot string) Array {
 
 	a.Availability, a.Redundancy = classify(s, running, a.Level, inSync, max(missing, a.Degraded))
 	a.Activity = activity(s)
+	if s.mismatch != nil {
+		n := *s.mismatch
+		a.MismatchSectors = &n
+	}
+	a.LastSyncAction = s.lastAction
 	return a
 }
 
