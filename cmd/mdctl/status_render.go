@@ -139,6 +139,9 @@ func renderArray(w io.Writer, a *md.Array) {
 	case act.Kind != sysfs.ActionIdle:
 		fmt.Fprintf(w, "  activity: %s\n", esc(string(act.Kind)))
 	}
+	if line := syncLine(a); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if a.Freeze != nil {
 		fmt.Fprintf(w, "  hint: %s\n", a.Freeze.Hint)
 	}
@@ -185,6 +188,43 @@ func renderArray(w io.Writer, a *md.Array) {
 	for _, e := range a.Errors {
 		fmt.Fprintf(w, "  error: %s\n", esc(e))
 	}
+}
+
+// syncLine is the line about the last sync and its mismatch count
+// (mismatch_cnt), with what a non-zero count means for the level; "" when
+// the array has neither attribute (raid0, linear, not running).
+func syncLine(a *md.Array) string {
+	last := a.LastSyncAction
+	if last == "" && a.MismatchSectors == nil {
+		return ""
+	}
+	what := "none since the array started"
+	if last != sysfs.ActionIdle && last != "" {
+		what = escape.Text(string(last))
+	}
+	if last == "" {
+		what = "-"
+	}
+	line := "  last sync: " + what
+	if a.MismatchSectors == nil {
+		return line
+	}
+	n := *a.MismatchSectors
+	switch act := a.Activity.Kind; {
+	case act == last && (act == sysfs.ActionCheck || act == sysfs.ActionRepair || act == sysfs.ActionResync):
+		line = fmt.Sprintf("  %s running: %d mismatched sectors so far", escape.Text(string(act)), n)
+	case last == sysfs.ActionIdle && n == 0:
+		return line
+	default:
+		line += fmt.Sprintf(", %d mismatched sectors", n)
+	}
+	if n > 0 {
+		line += fmt.Sprintf(" (%s)", byteUnit(float64(n*512), unitconv.IEC, 1))
+		if m := md.MismatchMeaning(a.Level, last, n); m != "" {
+			line += ": " + m
+		}
+	}
+	return line
 }
 
 // reportSource serves one report already taken to the metrics collector,
