@@ -3,7 +3,9 @@
 // snapshot with md.Manager.Discover whenever the kernel signals a change,
 // and reports the difference to the previous one as Events (mdadm's names
 // where mdadm has them: NewArray, Fail, DegradedArray, RebuildStarted,
-// ...).
+// ...). A check or repair is also reported as CheckStarted and
+// CheckFinished (with the mismatch count), after its RebuildStarted and
+// RebuildFinished.
 //
 // # Wake-ups
 //

@@ -45,6 +45,20 @@ const (
 	Rebuild80 EventType = "Rebuild80"
 	// RebuildFinished: the sync ended (finished or interrupted).
 	RebuildFinished EventType = "RebuildFinished"
+	// CheckStarted: a check or repair started (Event.Action says which,
+	// Event.Percent where it started: a resumed check starts part-way).
+	// It follows the RebuildStarted that mdadm, and this watcher, report
+	// for every kind of sync, so that a check can be told from a rebuild
+	// by type alone.
+	CheckStarted EventType = "CheckStarted"
+	// CheckFinished: a check or repair ended, finished or interrupted
+	// (mdctl check --duration stops one at its deadline), after its
+	// RebuildFinished. Event.MismatchSectors is the kernel's
+	// mismatch_cnt at the end, as mdadm --monitor adds "mismatches
+	// found: N" to RebuildFinished: sectors the check found inconsistent,
+	// or the repair rewrote, since it (or, for a resumed check, this part
+	// of it) started.
+	CheckFinished EventType = "CheckFinished"
 	// DeviceDisappeared: an array went away (stopped).
 	DeviceDisappeared EventType = "DeviceDisappeared"
 	// SparesMissing: an array has fewer spares than Options.Spares
@@ -98,11 +112,13 @@ var rebuildSteps = map[int]EventType{20: Rebuild20, 40: Rebuild40, 60: Rebuild60
 //	  "by_path":     by-path identity of the member or recorded port
 //	  "action":      sync action, for Rebuild* events ("recover")
 //	  "percent":     progress, for Rebuild20..80 (the step) and
-//	                 RebuildStarted (where it started)
+//	                 RebuildStarted and CheckStarted (where it started)
 //	  "spares":      spares present, for SparesMissing
 //	  "expected":    spares expected, for SparesMissing
 //	  "reason":      why, for HealRefused, HealFailed, HealDeferred
 //	                 and Unfrozen
+//	  "mismatch_sectors": mismatch_cnt at the end, for CheckFinished
+//	                 (512-byte sectors; 0 included)
 //	}
 //
 // Fields that do not apply are left out. New fields may be added; the
@@ -123,6 +139,8 @@ type Event struct {
 	Spares     *int      `json:"spares,omitempty"`
 	Expected   *int      `json:"expected,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
+	// MismatchSectors is set on CheckFinished (see there).
+	MismatchSectors *uint64 `json:"mismatch_sectors,omitempty"`
 }
 
 // String returns a one-line description, as mdctl watch prints it.
@@ -140,8 +158,11 @@ func (e Event) String() string {
 	if e.Action != "" {
 		s += " " + e.Action
 	}
-	if e.Percent != nil && e.Type == RebuildStarted {
+	if e.Percent != nil && (e.Type == RebuildStarted || e.Type == CheckStarted) {
 		s += fmt.Sprintf(" at %d%%", *e.Percent)
+	}
+	if e.MismatchSectors != nil {
+		s += fmt.Sprintf(", mismatches found: %d sectors", *e.MismatchSectors)
 	}
 	if e.Expected != nil && e.Spares != nil {
 		s += fmt.Sprintf(" %d of %d spares", *e.Spares, *e.Expected)
@@ -157,7 +178,8 @@ func (e Event) String() string {
 // event (mdctl watch --exec): MDRAID_EVENT, MDRAID_ARRAY (the device
 // node), MDRAID_ARRAY_NAME, MDRAID_UUID, MDRAID_MEMBER (the member's device
 // node), MDRAID_SLOT, MDRAID_BY_PATH, MDRAID_ACTION, MDRAID_PERCENT,
-// MDRAID_SPARES, MDRAID_EXPECTED, MDRAID_REASON and MDRAID_TIME. Variables
+// MDRAID_MISMATCH_SECTORS, MDRAID_SPARES, MDRAID_EXPECTED, MDRAID_REASON
+// and MDRAID_TIME. Variables
 // that do not apply are left out.
 //
 // The values are untrusted: the array name comes from a superblock and the
@@ -190,6 +212,9 @@ func (e Event) Env() []string {
 	add("MDRAID_BY_PATH", e.ByPath)
 	add("MDRAID_ACTION", e.Action)
 	add("MDRAID_PERCENT", itoa(e.Percent))
+	if e.MismatchSectors != nil {
+		add("MDRAID_MISMATCH_SECTORS", strconv.FormatUint(*e.MismatchSectors, 10))
+	}
 	add("MDRAID_SPARES", itoa(e.Spares))
 	add("MDRAID_EXPECTED", itoa(e.Expected))
 	add("MDRAID_REASON", e.Reason)
@@ -407,10 +432,17 @@ func memberEvents(p, a *md.Array, now time.Time) []Event {
 	return out
 }
 
+// scrub reports whether a sync of kind k is a check or a repair, which
+// read the whole array and count mismatches, rather than a rebuild.
+func scrub(k sysfs.SyncAction) bool { return k == sysfs.ActionCheck || k == sysfs.ActionRepair }
+
 // syncEvents follows the sync thread as mdadm does with /proc/mdstat's
 // percentage: started, each 20% step passed since the previous snapshot
 // (not in the snapshot where it started), finished. A change from one kind
-// of sync to another is a finish and a start.
+// of sync to another is a finish and a start. A check or repair is also
+// reported as such: CheckFinished after its RebuildFinished, with the
+// mismatch count when the sync thread is idle again (a sync that follows
+// at once may have reset it), and CheckStarted after its RebuildStarted.
 func syncEvents(p, a *md.Array, now time.Time) []Event {
 	var out []Event
 	was, wasPct := syncing(p)
@@ -420,6 +452,14 @@ func syncEvents(p, a *md.Array, now time.Time) []Event {
 		e := arrayEvent(RebuildFinished, a, now)
 		e.Action = string(p.Activity.Kind)
 		out = append(out, e)
+		if scrub(p.Activity.Kind) {
+			e.Type = CheckFinished
+			if !is && a.MismatchSectors != nil {
+				n := *a.MismatchSectors
+				e.MismatchSectors = &n
+			}
+			out = append(out, e)
+		}
 	}
 	switch {
 	case is && (!was || kindChanged):
@@ -427,6 +467,10 @@ func syncEvents(p, a *md.Array, now time.Time) []Event {
 		e.Action = string(a.Activity.Kind)
 		e.Percent = intp(pct)
 		out = append(out, e)
+		if scrub(a.Activity.Kind) {
+			e.Type, e.Percent = CheckStarted, intp(pct)
+			out = append(out, e)
+		}
 	case is:
 		if step := pct / 20 * 20; step > wasPct/20*20 && step >= 20 && step < 100 {
 			e := arrayEvent(rebuildSteps[step], a, now)

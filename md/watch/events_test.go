@@ -47,7 +47,27 @@ func TestDiff(t *testing.T) {
 		{"recovery seen started late: no step at once", report(mirrorMissing()), report(mirrorRecovering(45)), nil,
 			[]string{"MemberAdded md127 vdc slot=1", "RebuildStarted md127 recover 45%"}},
 		{"resync turns into check", report(withActivity(mirrorHealthy(), sysfs.ActionResync, 50)), report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 0)), nil,
-			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%"}},
+			[]string{"RebuildFinished md127 resync", "RebuildStarted md127 check 0%", "CheckStarted md127 check 0%"}},
+		{"check starts", report(mirrorHealthy()), report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 0)), nil,
+			[]string{"RebuildStarted md127 check 0%", "CheckStarted md127 check 0%"}},
+		{"resumed repair starts part-way", report(mirrorHealthy()), report(withActivity(mirrorHealthy(), sysfs.ActionRepair, 42)), nil,
+			[]string{"RebuildStarted md127 repair 42%", "CheckStarted md127 repair 42%"}},
+		{"check progresses: Rebuild steps only", report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 10)), report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 45)), nil,
+			[]string{"Rebuild40 md127 check 40%"}},
+		{"check finishes with mismatches", report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 90)), report(withMismatch(mirrorHealthy(), 128)), nil,
+			[]string{"RebuildFinished md127 check", "CheckFinished md127 check mismatches=128"}},
+		{"repair finishes clean", report(withActivity(mirrorHealthy(), sysfs.ActionRepair, 90)), report(withMismatch(mirrorHealthy(), 0)), nil,
+			[]string{"RebuildFinished md127 repair", "CheckFinished md127 repair mismatches=0"}},
+		{"check turns into resync: no count (the resync reset it)", report(withActivity(mirrorHealthy(), sysfs.ActionCheck, 50)),
+			report(withMismatch(withActivity(mirrorHealthy(), sysfs.ActionResync, 0), 0)), nil,
+			[]string{"RebuildFinished md127 check", "CheckFinished md127 check", "RebuildStarted md127 resync 0%"}},
+		{"resync finishes: no check event", report(withActivity(mirrorHealthy(), sysfs.ActionResync, 90)), report(withMismatch(mirrorHealthy(), 8)), nil,
+			[]string{"RebuildFinished md127 resync"}},
+		{"check requested, no progress yet: nothing", report(mirrorHealthy()), report(func() md.Array {
+			a := mirrorHealthy()
+			a.Activity.Kind = sysfs.ActionCheck
+			return a
+		}()), nil, []string{}},
 		{"recover without progress (no spare to use): no rebuild", report(mirrorFailed()), report(func() md.Array {
 			a := mirrorUnslotted()
 			a.Activity.Kind = sysfs.ActionRecover
@@ -138,6 +158,16 @@ func TestEventForms(t *testing.T) {
 	c.Assert(r.String(), qt.Equals, "HealRefused /dev/md127 slot 1 (pci-0000:00:11.0): not blank")
 	c.Assert(r.Args(), qt.DeepEquals, []string{"HealRefused", "/dev/md127"})
 	c.Assert(strings.Join(r.Env(), " "), qt.Contains, "MDRAID_REASON=not blank")
+
+	f := Event{Type: CheckFinished, Time: t0, Array: "md127", ArrayPath: "/dev/md127", Action: "check", MismatchSectors: u64p(128)}
+	c.Assert(f.String(), qt.Equals, "CheckFinished /dev/md127 check, mismatches found: 128 sectors")
+	c.Assert(f.Args(), qt.DeepEquals, []string{"CheckFinished", "/dev/md127"})
+	c.Assert(f.Env(), qt.DeepEquals, []string{
+		"MDRAID_EVENT=CheckFinished", "MDRAID_ARRAY=/dev/md127", "MDRAID_TIME=2026-05-01T12:00:00Z",
+		"MDRAID_ACTION=check", "MDRAID_MISMATCH_SECTORS=128",
+	})
+	st := Event{Type: CheckStarted, Time: t0, Array: "md127", ArrayPath: "/dev/md127", Action: "check", Percent: intp(40)}
+	c.Assert(st.String(), qt.Equals, "CheckStarted /dev/md127 check at 40%")
 }
 
 // TestEventJSON pins the JSON form mdctl watch --json prints: every
@@ -153,6 +183,10 @@ func TestEventJSON(t *testing.T) {
 	c.Check(string(b), qt.Equals, `{"event":"RebuildStarted","time":"2026-05-01T12:00:00Z","array":"md127","array_path":"/dev/md127",`+
 		`"uuid":"u","name":"boot","member":"vdb","member_path":"/dev/vdb","slot":1,"by_path":"pci-0000:00:11.0",`+
 		`"action":"recover","percent":20,"spares":0,"expected":1,"reason":"why"}`)
+	// mismatch_sectors (added for CheckFinished) comes last, 0 included.
+	b, err = json.Marshal(Event{Type: CheckFinished, Time: t0, Array: "md0", ArrayPath: "/dev/md0", Action: "check", MismatchSectors: u64p(0)})
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Equals, `{"event":"CheckFinished","time":"2026-05-01T12:00:00Z","array":"md0","array_path":"/dev/md0","action":"check","mismatch_sectors":0}`)
 	b, err = json.Marshal(Event{Type: DeviceDisappeared, Time: t0, Array: "md0", ArrayPath: "/dev/md0"})
 	c.Assert(err, qt.IsNil)
 	c.Check(string(b), qt.Equals, `{"event":"DeviceDisappeared","time":"2026-05-01T12:00:00Z","array":"md0","array_path":"/dev/md0"}`)
@@ -161,12 +195,13 @@ func TestEventJSON(t *testing.T) {
 		NewArray: "NewArray", DegradedArray: "DegradedArray", Fail: "Fail", FailSpare: "FailSpare",
 		SpareActive: "SpareActive", RebuildStarted: "RebuildStarted", Rebuild20: "Rebuild20",
 		Rebuild40: "Rebuild40", Rebuild60: "Rebuild60", Rebuild80: "Rebuild80",
-		RebuildFinished: "RebuildFinished", DeviceDisappeared: "DeviceDisappeared",
-		SparesMissing: "SparesMissing", MemberAdded: "MemberAdded", MemberRemoved: "MemberRemoved",
+		RebuildFinished: "RebuildFinished", CheckStarted: "CheckStarted", CheckFinished: "CheckFinished",
+		DeviceDisappeared: "DeviceDisappeared", SparesMissing: "SparesMissing",
+		MemberAdded: "MemberAdded", MemberRemoved: "MemberRemoved",
 		SlotRecorded: "SlotRecorded", HealStarted: "HealStarted", HealRefused: "HealRefused",
 		HealFailed: "HealFailed", HealDeferred: "HealDeferred", Unfrozen: "Unfrozen",
 	}
-	c.Check(types, qt.HasLen, 21)
+	c.Check(types, qt.HasLen, 23)
 	for typ, want := range types {
 		b, err := json.Marshal(typ)
 		c.Assert(err, qt.IsNil)

@@ -111,6 +111,9 @@ func brief(evs []Event) []string {
 		if e.Percent != nil {
 			s += fmt.Sprintf(" %d%%", *e.Percent)
 		}
+		if e.MismatchSectors != nil {
+			s += fmt.Sprintf(" mismatches=%d", *e.MismatchSectors)
+		}
 		if e.Expected != nil {
 			s += fmt.Sprintf(" %d/%d", *e.Spares, *e.Expected)
 		}
@@ -175,6 +178,18 @@ func withActivity(a md.Array, k sysfs.SyncAction, pct float64) md.Array {
 	a.Activity = md.Activity{Kind: k, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
+
+// withMismatch is a with the mismatch_cnt n and the sync thread idle, as
+// after a check (or resync) ended.
+func withMismatch(a md.Array, n uint64) md.Array {
+	a.MismatchSectors = &n
+	if a.Activity.Kind == "" {
+		a.Activity.Kind = sysfs.ActionIdle
+	}
+	return a
+}
+
+func u64p(v uint64) *uint64 { return &v }
 
 func withAvail(a md.Array, av md.Availability) md.Array {
 	a.Availability = av
