@@ -29,7 +29,7 @@ type Globals struct {
 	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted."`
 	Dev     string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
 	RunDir  string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
-	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	Version kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`
 }
 
 // CLI is the command line.
@@ -46,24 +46,40 @@ type CLI struct {
 	Heal       HealCmd       `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
 	Watch      WatchCmd      `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash or zsh)."`
+	Help       HelpCmd       `cmd:"" help:"Show help for mdctl or for one command."`
+	VersionCmd VersionCmd    `cmd:"" name:"version" help:"Print the version."`
 }
 
 // version is the module version and VCS revision the binary was built from.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	return versionOf(bi, ok)
+}
+
+// versionOf is version for the build information bi (ok false when the
+// binary carries none): the module version, or when the module was built
+// from a work tree ("(devel)") the VCS revision, then the Go version.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
 		return "mdctl (unknown version)"
 	}
 	v := bi.Main.Version
+	var rev, dirty string
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			v += " " + s.Value
+			rev = s.Value
 		case "vcs.modified":
 			if s.Value == "true" {
-				v += "+dirty"
+				dirty = "+dirty"
 			}
 		}
+	}
+	switch {
+	case (v == "" || v == "(devel)") && rev != "":
+		v = rev + dirty
+	case v == "":
+		v = "(devel)"
 	}
 	return "mdctl " + v + " " + bi.GoVersion
 }
