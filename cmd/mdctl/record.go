@@ -26,6 +26,9 @@ type RecordCmd struct {
 func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	res, err := m.Record(ctx, md.RecordOptions{Store: store.NewFile(c.Store), Arrays: c.Arrays})
 	skipped := 0
+	// What was recorded is printed once the store is saved: a failed
+	// save recorded nothing.
+	var recorded strings.Builder
 	for _, ra := range res.Arrays {
 		a, rec := ra.Array, ra.Record
 		if ra.Err != nil {
@@ -37,9 +40,9 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 			skipped++
 			continue
 		}
-		fmt.Fprintf(k.Stdout, "%s: recorded %s (%s, %d slots, UUID %s):\n", escape.Text(a.Device), displayName(a), escape.Text(rec.Level), rec.RaidDisks, escape.Text(rec.UUID))
+		fmt.Fprintf(&recorded, "%s: recorded %s (%s, %d slots, UUID %s):\n", escape.Text(a.Device), displayName(a), escape.Text(rec.Level), rec.RaidDisks, escape.Text(rec.UUID))
 		for _, s := range rec.Slots {
-			fmt.Fprintf(k.Stdout, "  slot %d: %s\n", s.Slot, describeSlot(s))
+			fmt.Fprintf(&recorded, "  slot %d: %s\n", s.Slot, describeSlot(s))
 		}
 	}
 	switch {
@@ -48,6 +51,7 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
+	fmt.Fprint(k.Stdout, recorded.String())
 	if res.Saved {
 		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(res.Records.Arrays), escape.Text(c.Store))
 	}

@@ -51,3 +51,33 @@ func TestRecordCLI(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(now, qt.DeepEquals, bad)
 }
+
+// TestRecordCLISaveFails: a save that fails prints no "recorded" line,
+// and its error names the store, not a temporary file.
+func TestRecordCLISaveFails(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	store := filepath.Join(t.TempDir(), "missing", "slots.json")
+	code, out, errOut := runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, exitFailure)
+	c.Assert(out, qt.Not(qt.Contains), "recorded")
+	c.Assert(errOut, qt.Contains, "md: saving slot records: "+store+": ")
+	c.Assert(errOut, qt.Not(qt.Contains), ".slots.json")
+}
+
+// TestRecordCLIKeepsMode: recording into a read-only (0444) store keeps
+// it read-only.
+func TestRecordCLIKeepsMode(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	store := filepath.Join(t.TempDir(), "slots.json")
+	code, _, errOut := runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(os.Chmod(store, 0o444), qt.IsNil)
+	code, out, errOut := runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(out, qt.Contains, "Saved 1 record(s)")
+	fi, err := os.Stat(store)
+	c.Assert(err, qt.IsNil)
+	c.Assert(fi.Mode().Perm(), qt.Equals, os.FileMode(0o444))
+}

@@ -227,21 +227,38 @@ func (s *File) Save(ctx context.Context, rs *md.Records) error {
 		return err
 	}
 	dir := filepath.Dir(s.path)
-	pf, err := renameio.NewPendingFile(s.path, renameio.WithTempDir(dir), renameio.WithPermissions(0o644))
+	// An existing file keeps its mode (a store made read-only stays so);
+	// a new one is 0644.
+	pf, err := renameio.NewPendingFile(s.path, renameio.WithTempDir(dir), renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
-		return fmt.Errorf("md: saving slot records: %w", err)
+		return s.saveError("creating a temporary file beside it", err)
 	}
 	defer pf.Cleanup()
 	if _, err := pf.Write(b); err != nil {
-		return fmt.Errorf("md: saving slot records: %w", err)
+		return s.saveError("writing", err)
 	}
 	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("md: saving slot records: %w", err)
+		return s.saveError("replacing it", err)
 	}
 	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("md: saving slot records: %w", err)
+		return s.saveError("syncing its directory", err)
 	}
 	return nil
+}
+
+// saveError is a failed Save's error. It names the store's file, not the
+// temporary file the error came from (which Save has removed), and keeps
+// the cause (errors.Is works on fs.ErrPermission, unix.ENOSPC, ...).
+func (s *File) saveError(step string, err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("md: saving slot records: %s: %s: %w", s.path, step, err)
 }
 
 // syncDir makes a rename in dir durable. File systems that cannot sync a

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -283,4 +284,32 @@ func TestRecordCarriesHomehost(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(rs.Arrays, qt.HasLen, 1)
 	c.Assert(rs.Arrays[0].Homehost, qt.Equals, "talos")
+}
+
+// TestFileSaveKeepsMode: replacing a store keeps its mode (a read-only
+// store stays read-only), and a new store is 0644 less the umask.
+func TestFileSaveKeepsMode(t *testing.T) {
+	c := qt.New(t)
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "slots.json")
+	s := NewFile(p)
+	c.Assert(s.Save(ctx, testRecords(t)), qt.IsNil)
+	c.Assert(os.Chmod(p, 0o444), qt.IsNil)
+	c.Assert(s.Save(ctx, &md.Records{}), qt.IsNil)
+	fi, err := os.Stat(p)
+	c.Assert(err, qt.IsNil)
+	c.Assert(fi.Mode().Perm(), qt.Equals, os.FileMode(0o444))
+	got, err := s.Load(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Assert(got.Arrays, qt.HasLen, 0)
+}
+
+// TestFileSaveErrorNamesFile: a failed save names the store's file, not
+// the temporary file it failed on, and keeps the cause.
+func TestFileSaveErrorNamesFile(t *testing.T) {
+	c := qt.New(t)
+	p := filepath.Join(t.TempDir(), "missing", "slots.json")
+	err := NewFile(p).Save(context.Background(), testRecords(t))
+	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
+	c.Assert(err, qt.ErrorMatches, `md: saving slot records: `+regexp.QuoteMeta(p)+`: creating a temporary file beside it: no such file or directory`)
 }
