@@ -70,6 +70,11 @@ func (c *ExamineCmd) Run(k *kong.Context) error {
 	if worst == examine.OK {
 		return nil
 	}
+	if !c.JSON && len(c.Devices) == 1 {
+		// writeDiagnostics has said what is wrong, in one line or more:
+		// only the exit status is left to give.
+		return &quietExit{code: int(worst)}
+	}
 	if len(c.Devices) == 1 {
 		return &exitError{int(worst), fmt.Sprintf("%s: %v", reports[0].Device, statusMessage(reports[0]))}
 	}

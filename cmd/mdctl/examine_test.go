@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -173,14 +174,31 @@ func TestExamineErrors(t *testing.T) {
 		out, stderr, code := mdctl(t, "examine", filepath.Join(dir, "nope"))
 		c.Check(code, qt.Equals, 3)
 		c.Check(out, qt.Equals, "")
-		c.Check(stderr, qt.Contains, "no such file or directory")
+		c.Check(stderr, qt.Equals, "mdctl: "+filepath.Join(dir, "nope")+": cannot read: open "+filepath.Join(dir, "nope")+": no such file or directory\n")
 	})
+	// Neither a block device nor an image: one line saying what it is,
+	// exit 3, and nothing opened (a FIFO would block).
+	fifo := filepath.Join(dir, "fifo")
+	qt.Assert(t, syscall.Mkfifo(fifo, 0o644), qt.IsNil)
+	for _, tt := range []struct{ path, what string }{
+		{dir, "a directory"},
+		{"/dev/null", "a character device"},
+		{fifo, "a FIFO"},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			c := qt.New(t)
+			out, stderr, code := mdctl(t, "examine", tt.path)
+			c.Check(code, qt.Equals, 3)
+			c.Check(out, qt.Equals, "")
+			c.Check(stderr, qt.Equals, "mdctl: "+tt.path+": is "+tt.what+", not a block device or an image file\n")
+		})
+	}
 	t.Run("no superblock", func(t *testing.T) {
 		c := qt.New(t)
 		out, stderr, code := mdctl(t, "examine", blank)
 		c.Check(code, qt.Equals, 2)
 		c.Check(out, qt.Equals, "")
-		c.Check(stderr, qt.Contains, blank+": no md superblock detected")
+		c.Check(stderr, qt.Equals, "mdctl: "+blank+": no md superblock detected\n")
 	})
 	t.Run("bad checksum", func(t *testing.T) {
 		c := qt.New(t)

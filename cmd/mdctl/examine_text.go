@@ -307,6 +307,10 @@ func writeDiagnostics(w io.Writer, rep *examine.Report) {
 	case examine.NoSuperblock:
 		diag(w, "mdctl: %s: no md superblock detected\n", rep.Device)
 	case examine.Unreadable:
+		if errors.Is(rep.Err, examine.ErrNotDevice) {
+			diag(w, "mdctl: %s: %v\n", rep.Device, rep.Err)
+			break
+		}
 		diag(w, "mdctl: %s: cannot read: %v\n", rep.Device, rep.Err)
 	}
 	if rep.Candidate != nil && rep.Candidate.Err != nil && !errors.Is(rep.Candidate.Err, superblock.ErrChecksum) {

@@ -5,7 +5,10 @@ package examine
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/superblock"
@@ -74,10 +77,41 @@ func (r *Report) Superblock() *superblock.Superblock {
 	return r.Candidate.Superblock
 }
 
+// ErrNotDevice means a path is neither a block device nor a regular
+// (image) file.
+var ErrNotDevice = errors.New("not a block device or an image file")
+
+// notDevice names what a file of mode m is when it is neither a block
+// device nor a regular file, and returns "" when it is one of those.
+func notDevice(m fs.FileMode) string {
+	switch {
+	case m.IsRegular(), m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0:
+		return ""
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
+}
+
 // InspectPath opens path (an image file or a block device) read-only and
 // inspects it. A block device is read with O_DIRECT (blockdev.OpenDirect):
 // md writes superblocks past the page cache, so a cached copy can be stale.
+//
+// Anything else (a directory, a character device, a FIFO, a socket) is
+// Unreadable with an error matching ErrNotDevice, without being opened:
+// a FIFO would block the open, and a directory's "size" is garbage.
 func InspectPath(path string) *Report {
+	if fi, err := os.Stat(path); err == nil {
+		if kind := notDevice(fi.Mode()); kind != "" {
+			return &Report{Device: path, Status: Unreadable, Err: fmt.Errorf("is %s, %w", kind, ErrNotDevice)}
+		}
+	}
 	f, err := blockdev.OpenDirect(path)
 	if err != nil {
 		return &Report{Device: path, Status: Unreadable, Err: err}
