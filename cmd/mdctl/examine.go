@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -30,7 +31,9 @@ func (e *exitError) ExitCode() int { return e.code }
 
 // Run examines every device, prints what it found, and fails with the
 // worst status: 1 damaged superblock, 2 no superblock, 3 unreadable.
-func (c *ExamineCmd) Run(k *kong.Context) error {
+//
+// Times are printed in zone, the local time zone (main binds it).
+func (c *ExamineCmd) Run(k *kong.Context, zone *time.Location) error {
 	worst := examine.OK
 	failed := 0
 	var reports []*examine.Report
@@ -51,7 +54,7 @@ func (c *ExamineCmd) Run(k *kong.Context) error {
 			fmt.Fprintln(k.Stdout)
 		}
 		if rep.Superblock() != nil {
-			writeText(k.Stdout, rep)
+			writeText(k.Stdout, rep, zone)
 			printed = true
 		}
 		writeDiagnostics(k.Stderr, rep)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	qt "github.com/frankban/quicktest"
 
@@ -23,11 +25,13 @@ func mdctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	exited := -1
-	code = run(args, &out, &errb, func(c int) {
+	// The mdadm captures were made in UTC: the local zone is pinned to
+	// it (the clock carries it, see runAt).
+	code = runAt(args, &out, &errb, func(c int) {
 		if exited < 0 {
 			exited = c
 		}
-	})
+	}, func() time.Time { return time.Now().UTC() })
 	if exited >= 0 {
 		code = exited
 	}
@@ -244,4 +248,49 @@ func TestExamineErrors(t *testing.T) {
 		c.Check(code, qt.Equals, 80)
 		c.Check(stderr, qt.Contains, "expected \"<device> ...\"")
 	})
+}
+
+// TestExamineLocalTime: examine prints times in the local zone as mdadm
+// does (ctime()), TZ honoured, and --json keeps RFC 3339 in UTC.
+func TestExamineLocalTime(t *testing.T) {
+	c := qt.New(t)
+	path := imageFile(t, "fixtures/raid1-v1.2/vda")
+	created := regexp.MustCompile(`(?m)^  Creation Time : (.*)$`)
+	const layout = "Mon Jan _2 15:04:05 2006"
+
+	utc, _, code := mdctl(t, "examine", path)
+	c.Assert(code, qt.Equals, 0)
+	m := created.FindStringSubmatch(utc)
+	c.Assert(m, qt.IsNotNil)
+	at, err := time.ParseInLocation(layout, m[1], time.UTC)
+	c.Assert(err, qt.IsNil)
+
+	// In process: the zone of the clock.
+	zone := time.FixedZone("X", -(5*3600 + 30*60))
+	var out, errb bytes.Buffer
+	code = runAt([]string{"examine", path}, &out, &errb, func(int) {}, func() time.Time { return time.Now().In(zone) })
+	c.Assert(code, qt.Equals, 0, qt.Commentf("%s", errb.String()))
+	c.Assert(out.String(), qt.Contains, "  Creation Time : "+at.In(zone).Format(layout)+"\n")
+
+	var js bytes.Buffer
+	code = runAt([]string{"examine", "--json", path}, &js, &errb, func(int) {}, func() time.Time { return time.Now().In(zone) })
+	c.Assert(code, qt.Equals, 0)
+	c.Assert(js.String(), qt.Contains, `"`+at.UTC().Format(time.RFC3339)+`"`)
+
+	// The binary: TZ from the environment.
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "mdctl")
+	b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	c.Assert(err, qt.IsNil, qt.Commentf("%s", b))
+	cmd := exec.Command(bin, "examine", path)
+	cmd.Env = append(os.Environ(), "TZ=Asia/Tokyo")
+	b, err = cmd.Output()
+	c.Assert(err, qt.IsNil)
+	c.Assert(string(b), qt.Contains, "  Creation Time : "+at.In(tokyo).Format(layout)+"\n")
 }

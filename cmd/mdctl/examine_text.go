@@ -18,16 +18,17 @@ import (
 
 // writeText prints the superblock of rep the way mdadm --examine does
 // (super1.c examine_super1, super0.c examine_super0). Differences: the
-// "(local to host X)" suffix is never printed, times are in UTC, human
-// sizes choose their unit by magnitude (github.com/dsnet/golib/unitconv),
-// and 0.90 device rows do not name the device. Nothing is printed when no
-// superblock was decoded.
-func writeText(w io.Writer, rep *examine.Report) {
+// "(local to host X)" suffix is never printed, human sizes choose their
+// unit by magnitude (github.com/dsnet/golib/unitconv), and 0.90 device
+// rows do not name the device. Times are in zone, as mdadm prints them
+// with ctime() in the local time zone (TZ honoured). Nothing is printed
+// when no superblock was decoded.
+func writeText(w io.Writer, rep *examine.Report, zone *time.Location) {
 	sb := rep.Superblock()
 	if sb == nil {
 		return
 	}
-	p := &printer{w: w}
+	p := &printer{w: w, zone: zone}
 	p.raw("%s:\n", escape.Text(rep.Device))
 	if sb.Version == superblock.Version090 {
 		text090(p, rep, sb)
@@ -36,7 +37,10 @@ func writeText(w io.Writer, rep *examine.Report) {
 	}
 }
 
-type printer struct{ w io.Writer }
+type printer struct {
+	w    io.Writer
+	zone *time.Location // of the times printed
+}
 
 func (p *printer) raw(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
 
@@ -48,8 +52,11 @@ func (p *printer) line(label, format string, args ...any) {
 
 func (p *printer) blank() { fmt.Fprintln(p.w) }
 
-// ctime formats t like C's ctime() without the newline, in UTC.
-func ctime(t time.Time) string { return t.UTC().Format("Mon Jan _2 15:04:05 2006") }
+// ctime formats t in zone like C's ctime() without the newline, as mdadm
+// prints it ("%.24s" of ctime(), which uses the local time zone).
+func ctime(t time.Time, zone *time.Location) string {
+	return t.In(zone).Format("Mon Jan _2 15:04:05 2006")
+}
 
 // human renders a byte count like mdadm's human_size, " (62.00 MiB 65.01
 // MB)", or "" below 5000 KiB.
@@ -92,7 +99,7 @@ func text1(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 	if rep.Bitmap != nil && rep.BitmapErr == nil && rep.Bitmap.Nodes > 0 && f&superblock.FeatureBitmapOffset != 0 {
 		p.line("Cluster Name", "%s", strings.TrimRight(string(rep.Bitmap.ClusterName[:]), "\x00"))
 	}
-	p.line("Creation Time", "%s", ctime(sb.Created()))
+	p.line("Creation Time", "%s", ctime(sb.Created(), p.zone))
 	p.line("Raid Level", "%s", levelName(sb.Level))
 	p.line("Raid Devices", "%d", int32(sb.RaidDisks))
 	p.blank()
@@ -163,7 +170,7 @@ func text1(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 	if sb.DevFlags != 0 {
 		p.line("Flags", "%s", sb.DevFlags)
 	}
-	p.line("Update Time", "%s", ctime(sb.Updated()))
+	p.line("Update Time", "%s", ctime(sb.Updated(), p.zone))
 	if sb.BBLogSize != 0 && sb.BBLogOffset != 0 {
 		present := ""
 		if f&superblock.FeatureBadBlocks != 0 {
@@ -229,7 +236,7 @@ func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 	if sb.NotPersistent != 0 {
 		p.line("Eedk", "not persistent")
 	}
-	p.line("Creation Time", "%s", ctime(sb.Created()))
+	p.line("Creation Time", "%s", ctime(sb.Created(), p.zone))
 	p.line("Raid Level", "%s", levelName(sb.Level))
 	if sb.Level > 0 {
 		p.line("Used Dev Size", "%d%s", int32(sb.Size/2), human(sb.Size<<9))
@@ -270,7 +277,7 @@ func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 		}
 		p.blank()
 	}
-	p.line("Update Time", "%s", ctime(sb.Updated()))
+	p.line("Update Time", "%s", ctime(sb.Updated(), p.zone))
 	p.line("State", "%s", sb.StateText())
 	if sb.State&superblock.ArrayBitmapPresent != 0 {
 		p.line("Internal Bitmap", "present")

@@ -68,6 +68,8 @@ func goldenRun(t *testing.T, base, ext string, fix func(string) string, args ...
 
 // goldenNow is the clock of every golden run: reports carry its time, in
 // UTC (it is not in UTC itself, so a report that forgot to convert shows).
+// Its zone (CET, UTC+1) is the local zone examine prints times in, as
+// mdadm prints them under TZ=CET-1.
 func goldenNow() time.Time { return time.Date(2026, 1, 2, 4, 4, 5, 0, time.FixedZone("CET", 3600)) }
 
 // goldenRunAt is goldenRun with the clock that dates reports.

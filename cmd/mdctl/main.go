@@ -121,7 +121,8 @@ func run(args []string, stdout, stderr io.Writer, exit func(int)) int {
 }
 
 // runAt is run with the clock that dates reports (md.Config.Now; nil for
-// time.Now): tests pin it.
+// time.Now): tests pin it. Its zone is the local time zone examine prints
+// times in (time.Local when nil).
 func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() time.Time) int {
 	if err := checkIDs(os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()); err != nil {
 		fmt.Fprintf(stderr, "mdctl: error: %v\n", err)
@@ -148,6 +149,11 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 	defer stop()
 	go func() { <-sigCtx.Done(); stop() }()
 	ctx.BindTo(sigCtx, (*context.Context)(nil))
+	zone := time.Local
+	if now != nil {
+		zone = now().Location()
+	}
+	ctx.Bind(zone)
 	// One Manager, built only for the commands that take one (examine
 	// and completion read no system and take any --sysfs).
 	if err := ctx.BindSingletonProvider(func() (*md.Manager, error) {
