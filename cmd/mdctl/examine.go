@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // ExamineCmd is `mdctl examine`.
@@ -33,7 +37,8 @@ func (e *exitError) ExitCode() int { return e.code }
 // worst status: 1 damaged superblock, 2 no superblock, 3 unreadable.
 //
 // Times are printed in zone, the local time zone (main binds it).
-func (c *ExamineCmd) Run(k *kong.Context, zone *time.Location) error {
+func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error {
+	node := devNodes(g.Sysfs, g.Dev)
 	worst := examine.OK
 	failed := 0
 	var reports []*examine.Report
@@ -54,7 +59,7 @@ func (c *ExamineCmd) Run(k *kong.Context, zone *time.Location) error {
 			fmt.Fprintln(k.Stdout)
 		}
 		if rep.Superblock() != nil {
-			writeText(k.Stdout, rep, zone)
+			writeText(k.Stdout, rep, zone, node)
 			printed = true
 		}
 		writeDiagnostics(k.Stderr, rep)
@@ -82,6 +87,37 @@ func (c *ExamineCmd) Run(k *kong.Context, zone *time.Location) error {
 		return &exitError{int(worst), fmt.Sprintf("%s: %v", reports[0].Device, statusMessage(reports[0]))}
 	}
 	return &exitError{int(worst), fmt.Sprintf("%d of %d devices have problems (worst: %v)", failed, len(c.Devices), worst)}
+}
+
+// devNodes returns what mdadm's map_dev is to examine's 0.90 device
+// table: the device node of the block device major:minor, found through
+// sysfs dev/block/MAJ:MIN under sysRoot and shown when devRoot has it,
+// or "" when there is none (the device is not on this system, or
+// --sysfs is not a sysfs tree).
+func devNodes(sysRoot, devRoot string) func(major, minor int32) string {
+	fsys, err := sysfs.NewFS(sysRoot)
+	if err != nil {
+		return func(int32, int32) string { return "" }
+	}
+	return func(major, minor int32) string {
+		if major < 0 || minor < 0 || major == 0 && minor == 0 {
+			return ""
+		}
+		dev := sysfs.DevNum{Major: uint32(major), Minor: uint32(minor)}
+		dir, err := fsys.Rel(fsys.Path("dev", "block", dev.String()))
+		if err != nil {
+			return ""
+		}
+		name := path.Base(dir)
+		if name == "." || name == "/" || name == ".." {
+			return ""
+		}
+		node := filepath.Join(devRoot, name)
+		if _, err := os.Lstat(node); err != nil {
+			return ""
+		}
+		return node
+	}
 }
 
 func statusMessage(rep *examine.Report) string {

@@ -46,7 +46,7 @@ func imageFile(t *testing.T, name string) string {
 }
 
 // Known differences from mdadm's text: we do not know the local host, and
-// 0.90 rows do not name devices.
+// 0.90 rows name devices only on the system that has them.
 var (
 	localTo = regexp.MustCompile(` {1,2}\(local to host [^)]*\)`)
 	devName = regexp.MustCompile(`(?m)^(this|\s+\d+)(\s.*\S)   /dev/\S+$`)
@@ -77,7 +77,9 @@ func TestExamineMatchesMdadm(t *testing.T) {
 		t.Run(img.Name, func(t *testing.T) {
 			c := qt.New(t)
 			path := superblocktest.WriteFile(t, img, filepath.Join(t.TempDir(), "member"))
-			out, stderr, code := mdctl(t, "examine", path)
+			// No sysfs: the device numbers of the capture's system mean
+			// nothing here (TestExamine090DeviceColumn has them).
+			out, stderr, code := mdctl(t, "examine", "--sysfs", t.TempDir(), path)
 			c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", stderr))
 			want := localTo.ReplaceAllString(img.Examine, "")
 			want = devName.ReplaceAllString(want, "$1$2")
@@ -293,4 +295,21 @@ func TestExamineLocalTime(t *testing.T) {
 	b, err = cmd.Output()
 	c.Assert(err, qt.IsNil)
 	c.Assert(string(b), qt.Contains, "  Creation Time : "+at.In(tokyo).Format(layout)+"\n")
+}
+
+// TestExamine090DeviceColumn: on the system of the capture (its sysfs and
+// /dev), the 0.90 device table names each member's node as mdadm does.
+func TestExamine090DeviceColumn(t *testing.T) {
+	c := qt.New(t)
+	flags, fc := goldenCase(t, "raid1-v0.90")
+	for _, m := range fc.Members {
+		out, stderr, code := mdctl(t, append([]string{"examine", filepath.Join("dev", m.Name)}, flags...)...)
+		c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", stderr))
+		c.Assert(out, qt.Contains, "active sync   dev/vda\n")
+		want := localTo.ReplaceAllString(m.Examine, "")
+		want = strings.ReplaceAll(want, "   /dev/", "   dev/")
+		want = want[strings.Index(want, "\n")+1:]
+		got := out[strings.Index(out, "\n")+1:]
+		c.Assert(strings.TrimRight(got, "\n"), qt.Equals, strings.TrimRight(want, "\n"))
+	}
 }

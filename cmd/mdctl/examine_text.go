@@ -20,15 +20,15 @@ import (
 // (super1.c examine_super1, super0.c examine_super0). Differences: the
 // "(local to host X)" suffix is never printed, human sizes choose their
 // unit by magnitude (github.com/dsnet/golib/unitconv), and 0.90 device
-// rows do not name the device. Times are in zone, as mdadm prints them
+// rows name the device that node finds (mdadm's map_dev). Times are in zone, as mdadm prints them
 // with ctime() in the local time zone (TZ honoured). Nothing is printed
 // when no superblock was decoded.
-func writeText(w io.Writer, rep *examine.Report, zone *time.Location) {
+func writeText(w io.Writer, rep *examine.Report, zone *time.Location, node func(major, minor int32) string) {
 	sb := rep.Superblock()
 	if sb == nil {
 		return
 	}
-	p := &printer{w: w, zone: zone}
+	p := &printer{w: w, zone: zone, node: node}
 	p.raw("%s:\n", escape.Text(rep.Device))
 	if sb.Version == superblock.Version090 {
 		text090(p, rep, sb)
@@ -40,6 +40,8 @@ func writeText(w io.Writer, rep *examine.Report, zone *time.Location) {
 type printer struct {
 	w    io.Writer
 	zone *time.Location // of the times printed
+	// node names the device major:minor, or ""; nil names none.
+	node func(major, minor int32) string
 }
 
 func (p *printer) raw(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
@@ -300,7 +302,13 @@ func text090(p *printer, rep *examine.Report, sb *superblock.Superblock) {
 			dp, name = sb.Disks[d], fmt.Sprintf("%4d", d)
 		}
 		p.raw("%4s %5d   %5d    %5d    %5d     ", name, int32(dp.Number), int32(dp.Major), int32(dp.Minor), int32(dp.RaidDisk))
-		p.raw(" %s\n", strings.Join(dp.State.Words(), " "))
+		p.raw(" %s", strings.Join(dp.State.Words(), " "))
+		if p.node != nil {
+			if n := p.node(int32(dp.Major), int32(dp.Minor)); n != "" {
+				p.raw("   %s", escape.Text(n))
+			}
+		}
+		p.raw("\n")
 		if d == -1 {
 			p.blank()
 		}

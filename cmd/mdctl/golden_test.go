@@ -130,12 +130,13 @@ func TestGoldenExamine(t *testing.T) {
 	for _, fc := range fixture.All(t) {
 		name := filepath.Base(fc.Dir)
 		t.Run(name, func(t *testing.T) {
-			_, fc := goldenCase(t, name)
+			flags, fc := goldenCase(t, name)
 			wd, err := os.Getwd()
 			qt.Assert(t, err, qt.IsNil)
 			// kong's type:"path" makes the arguments absolute.
 			fix := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
-			args := []string{"examine"}
+			// The capture's roots: 0.90 rows name the nodes of its system.
+			args := append([]string{"examine"}, flags...)
 			for _, m := range fc.Members {
 				args = append(args, filepath.Join("dev", m.Name))
 			}
