@@ -48,6 +48,32 @@ var (
 	errNotEnough = errors.New("md: not enough members to start the array")
 )
 
+// Change is what Fail, Remove or Run did, or with DryRun would do. Pass a
+// pointer to one as their optional last argument: to ask for a dry run,
+// and to learn what was written.
+type Change struct {
+	// DryRun, set by the caller, makes the call decide as it would (the
+	// same refusals and errors) and write nothing.
+	DryRun bool
+	// Array and Member are set by the call: the kernel names of the
+	// array and of the member (Member is empty for Run).
+	Array, Member string
+	// Write is set by the call to the write made (tried, when the call
+	// fails after deciding; due, with DryRun),
+	// such as "SET_DISK_FAULTY 8:16", "HOT_REMOVE_DISK 8:16",
+	// "dev-sdb/state=remove" or "RUN_ARRAY". It is empty when there was
+	// nothing to write: Fail of a member that is faulty already.
+	Write string
+}
+
+// changeOf returns the caller's Change, or a throwaway one.
+func changeOf(c []*Change) *Change {
+	if len(c) > 0 && c[0] != nil {
+		return c[0]
+	}
+	return &Change{}
+}
+
 // memberOf finds a member of the snapshot by kernel name.
 func memberOf(s *snapshot, name string) *memberSnap {
 	for i := range s.members {
@@ -96,11 +122,13 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 // would fail the array: ..."); if the kernel refuses anyway (EBUSY) the
 // refusal also matches unix.EBUSY. Every refusal is a
 // *RefusedError matching ErrRefused. Failing a faulty member again does
-// nothing.
-func (m *Manager) Fail(ctx context.Context, array, member string) error {
+// nothing (and leaves change's Write empty). change, at most one, asks
+// for a dry run and tells what was written (see Change).
+func (m *Manager) Fail(ctx context.Context, array, member string, change ...*Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ch := changeOf(change)
 	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("fail", array, member, err)
@@ -110,12 +138,17 @@ func (m *Manager) Fail(ctx context.Context, array, member string) error {
 	if err != nil {
 		return refuse("fail", name, member, err)
 	}
+	ch.Array, ch.Member = name, ms.Device
 	if ms.state.Has(sysfs.FlagFaulty) {
 		return nil
 	}
 	dev := ms.DevNum
 	if dev.IsZero() {
 		return fmt.Errorf("md: device number of %s: %w", ms.Device, errNoDevNum)
+	}
+	ch.Write = "SET_DISK_FAULTY " + dev.String()
+	if ch.DryRun {
+		return nil
 	}
 	if err := m.ops.k.SetFaulty(name, dev); err != nil {
 		if errors.Is(err, unix.EBUSY) {
@@ -145,11 +178,13 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 // sysfs state instead. A member that still holds a slot (in sync or
 // rebuilding) is refused; the kernel's EBUSY (a rebuild running) is returned
 // wrapped, matching unix.EBUSY. Both are refusals: *RefusedError,
-// matching ErrRefused.
-func (m *Manager) Remove(ctx context.Context, array, member string) error {
+// matching ErrRefused. change, at most one, asks for a dry run and tells
+// what was written (see Change).
+func (m *Manager) Remove(ctx context.Context, array, member string, change ...*Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ch := changeOf(change)
 	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("remove", array, member, err)
@@ -159,7 +194,17 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 	if err != nil {
 		return refuse("remove", name, member, err)
 	}
+	ch.Array, ch.Member = name, ms.Device
 	dev := ms.DevNum
+	viaState := "dev-" + ms.Device + "/state=" + string(sysfs.CmdRemove)
+	if dev.IsZero() {
+		ch.Write = viaState
+	} else {
+		ch.Write = "HOT_REMOVE_DISK " + dev.String()
+	}
+	if ch.DryRun {
+		return nil
+	}
 	if dev.IsZero() {
 		// The member's block device is gone (a pulled disk): remove it
 		// through its sysfs state instead, as mdadm falls back to.
@@ -168,6 +213,7 @@ func (m *Manager) Remove(ctx context.Context, array, member string) error {
 		err = hotRemove(m.ops.k, m.fs, name, &PlanMember{Device: ms.Device, dev: dev})
 	}
 	if errors.Is(err, unix.ENODEV) {
+		ch.Write = viaState
 		err = m.ops.k.WriteState(name, ms.Device, sysfs.CmdRemove)
 	}
 	if err != nil {
@@ -214,17 +260,24 @@ func countTrue(v []bool) int {
 // (RUN_ARRAY), as mdadm --run does: the last resort for an array that
 // was assembled one member short. It refuses an array that is
 // already running and one whose members cannot serve the data, each with
-// a *RefusedError matching ErrRefused whose message says which.
-func (m *Manager) Run(ctx context.Context, array string) error {
+// a *RefusedError matching ErrRefused whose message says which. change,
+// at most one, asks for a dry run and tells what was written (see
+// Change).
+func (m *Manager) Run(ctx context.Context, array string, change ...*Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ch := changeOf(change)
 	name, err := m.resolve(array)
 	if err != nil {
 		return refuseLookup("run", array, "", err)
 	}
 	if err := decideRun(m.read(name)); err != nil {
 		return refuse("run", name, "", err)
+	}
+	ch.Array, ch.Write = name, "RUN_ARRAY"
+	if ch.DryRun {
+		return nil
 	}
 	if err := m.ops.k.RunArray(name); err != nil {
 		return fmt.Errorf("md: starting %s: %w", name, err)

@@ -96,3 +96,75 @@ func TestPrimitivesCallKernel(t *testing.T) {
 	c.Assert(r3.m.Run(ctx, r3.name), qt.IsNil)
 	c.Check(r3.k.Calls(), qt.DeepEquals, []string{"RunArray(" + r3.name + ")"})
 }
+
+// TestPrimitivesDryRun: with Change.DryRun, Fail, Remove and Run decide
+// as the real call does (the same refusals) and make no kernel call;
+// Change says what would be written. Failing a faulty member writes
+// nothing and says so (an empty Write).
+func TestPrimitivesDryRun(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		fixture string
+		call    func(m *Manager, ch *Change) error
+		want    Change
+		err     error
+	}{
+		{"fail", "raid1-v1.2", func(m *Manager, ch *Change) error { return m.Fail(ctx, "md0", "vdb", ch) },
+			Change{Array: "md0", Member: "vdb", Write: "SET_DISK_FAULTY 254:16"}, nil},
+		{"fail refused", "raid1-degraded-missing", func(m *Manager, ch *Change) error { return m.Fail(ctx, "md0", "vda", ch) },
+			Change{}, errWouldFail},
+		{"fail a non-member", "raid1-v1.2", func(m *Manager, ch *Change) error { return m.Fail(ctx, "md0", "vdq", ch) },
+			Change{}, errNoMember},
+		{"remove", "raid1-failed", func(m *Manager, ch *Change) error { return m.Remove(ctx, "md0", "vdb", ch) },
+			Change{Array: "md0", Member: "vdb", Write: "HOT_REMOVE_DISK 254:16"}, nil},
+		{"remove refused", "raid1-v1.2", func(m *Manager, ch *Change) error { return m.Remove(ctx, "md0", "vda", ch) },
+			Change{}, errMemberActive},
+		{"run refused", "raid1-v1.2", func(m *Manager, ch *Change) error { return m.Run(ctx, "md0", ch) },
+			Change{}, errArrayRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, tt.fixture)
+			ch := &Change{DryRun: true}
+			err := tt.call(r.m, ch)
+			if tt.err != nil {
+				c.Assert(err, qt.ErrorIs, tt.err)
+				c.Assert(err, qt.ErrorIs, ErrRefused)
+			} else {
+				c.Assert(err, qt.IsNil)
+				tt.want.DryRun = true
+				c.Assert(*ch, qt.DeepEquals, tt.want)
+			}
+			c.Assert(r.k.Calls(), qt.HasLen, 0)
+		})
+	}
+
+	t.Run("run", func(t *testing.T) {
+		c := qt.New(t)
+		r := newReplaceRig(t, "raid5-inactive")
+		ch := &Change{DryRun: true}
+		c.Assert(r.m.Run(ctx, r.name, ch), qt.IsNil)
+		c.Assert(*ch, qt.DeepEquals, Change{DryRun: true, Array: r.name, Write: "RUN_ARRAY"})
+		c.Assert(r.k.Calls(), qt.HasLen, 0)
+	})
+
+	t.Run("fail a faulty member", func(t *testing.T) {
+		c := qt.New(t)
+		r := newReplaceRig(t, "raid1-failed")
+		var ch Change
+		c.Assert(r.m.Fail(ctx, "md0", "vdb", &ch), qt.IsNil)
+		c.Assert(ch, qt.DeepEquals, Change{Array: "md0", Member: "vdb"})
+		c.Assert(r.k.Calls(), qt.HasLen, 0)
+	})
+
+	t.Run("real calls say what they wrote", func(t *testing.T) {
+		c := qt.New(t)
+		r := newReplaceRig(t, "raid1-v1.2")
+		var ch Change
+		c.Assert(r.m.Fail(ctx, "md0", "vdb", &ch), qt.IsNil)
+		c.Assert(ch, qt.DeepEquals, Change{Array: "md0", Member: "vdb", Write: "SET_DISK_FAULTY 254:16"})
+		c.Assert(r.k.Calls(), qt.DeepEquals, []string{"SetFaulty(md0, 254:16)"})
+	})
+}

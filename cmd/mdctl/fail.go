@@ -15,16 +15,30 @@ import (
 type FailCmd struct {
 	Array  string `arg:"" help:"The array."`
 	Member string `arg:"" help:"The member to mark faulty (sdb or /dev/sdb)."`
+	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }
 
 // Run marks the member faulty. It refuses (exit 2) when the array would
 // not survive without it.
 func (c *FailCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	if err := m.Fail(ctx, c.Array, c.Member); err != nil {
+	ch := md.Change{DryRun: c.DryRun}
+	if err := m.Fail(ctx, c.Array, c.Member, &ch); err != nil {
 		return primitiveError(err)
 	}
-	fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", escape.Text(c.Array), escape.Text(c.Member))
+	switch {
+	case ch.Write == "":
+		fmt.Fprintf(k.Stdout, "%s: %s is already faulty; nothing written.\n", escape.Text(c.Array), escape.Text(c.Member))
+	case c.DryRun:
+		printDryRun(k, &ch, fmt.Sprintf("mark %s faulty", ch.Member))
+	default:
+		fmt.Fprintf(k.Stdout, "%s: %s marked faulty.\n", escape.Text(c.Array), escape.Text(c.Member))
+	}
 	return nil
+}
+
+// printDryRun prints what a dry run of fail, remove or run would do.
+func printDryRun(k *kong.Context, ch *md.Change, what string) {
+	fmt.Fprintf(k.Stdout, "%s: would %s (%s); nothing written (dry run).\n", escape.Text(ch.Array), escape.Text(what), escape.Text(ch.Write))
 }
 
 // primitiveError maps fail/remove/run errors to exit codes: refusals

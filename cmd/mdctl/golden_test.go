@@ -280,3 +280,49 @@ func TestGoldenReplacePlan(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenPrimitivesDryRun pins fail, remove and run with --dry-run
+// (what they would do, or the same refusal and exit code as the real
+// run), and fail of a member that is faulty already; none of them
+// changes a byte of the capture's sysfs or /dev.
+func TestGoldenPrimitivesDryRun(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "primitives")
+	tests := []struct {
+		name    string
+		fixture string
+		args    []string
+	}{
+		{"fail-dry-run", "raid1-v1.2", []string{"fail", "md0", "vdb", "--dry-run"}},
+		{"fail-last-copy-dry-run", "raid1-degraded-missing", []string{"fail", "md0", "vda", "--dry-run"}},
+		{"fail-already-faulty", "raid1-failed", []string{"fail", "md0", "vdb"}},
+		{"fail-already-faulty-dry-run", "raid1-failed", []string{"fail", "md0", "vdb", "--dry-run"}},
+		{"remove-dry-run", "raid1-failed", []string{"remove", "md0", "dev/vdb", "--dry-run"}},
+		{"remove-active-dry-run", "raid1-v1.2", []string{"remove", "md0", "vda", "--dry-run"}},
+		{"run-dry-run", "raid5-inactive", []string{"run", "md127", "--dry-run"}},
+		{"run-running-dry-run", "raid1-v1.2", []string{"run", "md0", "--dry-run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flags, _ := goldenCase(t, tt.fixture)
+			before := treeBytes(t, ".")
+			goldenRun(t, filepath.Join(gd, tt.name), ".txt", nil, append(append(tt.args, "--run-dir", "run"), flags...)...)
+			qt.Assert(t, treeBytes(t, "."), qt.DeepEquals, before)
+		})
+	}
+}
+
+// treeBytes returns every regular file below dir with its content.
+func treeBytes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	qt.Assert(t, err, qt.IsNil)
+	return out
+}

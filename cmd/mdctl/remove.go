@@ -14,13 +14,19 @@ import (
 type RemoveCmd struct {
 	Array  string `arg:"" help:"The array."`
 	Member string `arg:"" help:"The faulty member or spare to remove (sdb or /dev/sdb)."`
+	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }
 
 // Run removes the member. A member that still holds a slot is refused
 // (exit 2): fail it first.
 func (c *RemoveCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	if err := m.Remove(ctx, c.Array, c.Member); err != nil {
+	ch := md.Change{DryRun: c.DryRun}
+	if err := m.Remove(ctx, c.Array, c.Member, &ch); err != nil {
 		return primitiveError(err)
+	}
+	if c.DryRun {
+		printDryRun(k, &ch, "remove "+ch.Member)
+		return nil
 	}
 	fmt.Fprintf(k.Stdout, "%s: %s removed.\n", escape.Text(c.Array), escape.Text(c.Member))
 	return nil

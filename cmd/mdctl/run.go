@@ -12,15 +12,21 @@ import (
 
 // RunCmd is `mdctl run`.
 type RunCmd struct {
-	Array string `arg:"" help:"The assembled, inactive array to start."`
+	Array  string `arg:"" help:"The assembled, inactive array to start."`
+	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }
 
 // Run starts an inactive array with the members it has (RUN_ARRAY), the
 // last resort for an array assembled one member short. It refuses (exit
 // 2) a running array or one with too few members.
 func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	if err := m.Run(ctx, c.Array); err != nil {
+	ch := md.Change{DryRun: c.DryRun}
+	if err := m.Run(ctx, c.Array, &ch); err != nil {
 		return primitiveError(err)
+	}
+	if c.DryRun {
+		printDryRun(k, &ch, "start "+ch.Array)
+		return nil
 	}
 	fmt.Fprintf(k.Stdout, "%s: started.\n", escape.Text(c.Array))
 	return nil
