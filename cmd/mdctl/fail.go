@@ -13,7 +13,7 @@ import (
 
 // FailCmd is `mdctl fail`.
 type FailCmd struct {
-	Array  string `arg:"" help:"The array."`
+	Array  string `arg:"" predictor:"array" help:"The array."`
 	Member string `arg:"" help:"The member to mark faulty (sdb or /dev/sdb)."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }

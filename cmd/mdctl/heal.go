@@ -18,7 +18,7 @@ import (
 // HealCmd is `mdctl heal`.
 type HealCmd struct {
 	Store  string `name:"store" required:"" placeholder:"FILE" help:"The slot record file written by mdctl record or mdctl watch --store."`
-	Array  string `name:"array" placeholder:"UUID" help:"Only this array (UUID or kernel name)."`
+	Array  string `name:"array" placeholder:"UUID" predictor:"array" help:"Only this array (UUID or kernel name)."`
 	DryRun bool   `name:"dry-run" help:"Decide and plan, write nothing."`
 	JSON   bool   `name:"json" help:"Print the decisions as a JSON array."`
 }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/willabides/kongplete"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
@@ -45,7 +44,7 @@ type CLI struct {
 	Record     RecordCmd     `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
 	Heal       HealCmd       `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
 	Watch      WatchCmd      `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
-	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash or zsh)."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
 	Help       HelpCmd       `cmd:"" help:"Show help for mdctl or for one command."`
 	VersionCmd VersionCmd    `cmd:"" name:"version" help:"Print the version."`
 }
@@ -133,10 +132,10 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 	if err != nil {
 		panic(err) // a malformed CLI struct: a programming error
 	}
-	if os.Getenv("COMP_LINE") != "" {
+	if line := os.Getenv("COMP_LINE"); line != "" {
 		// The shell asks for completions (see CompletionCmd); building
 		// the completion model costs start-up time otherwise.
-		kongplete.Complete(parser, kongplete.WithExitFunc(exit))
+		completeLine(parser, line, exit)
 	}
 	ctx, err := parser.Parse(args)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 // RecordCmd is `mdctl record`.
 type RecordCmd struct {
-	Arrays []string `arg:"" optional:"" help:"Arrays to record (md127, /dev/md/boot, a name); default every array."`
+	Arrays []string `arg:"" optional:"" predictor:"array" help:"Arrays to record (md127, /dev/md/boot, a name); default every array."`
 	Store  string   `name:"store" required:"" placeholder:"FILE" help:"The slot record file (created if missing, replaced atomically)."`
 }
 

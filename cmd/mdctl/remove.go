@@ -12,7 +12,7 @@ import (
 
 // RemoveCmd is `mdctl remove`.
 type RemoveCmd struct {
-	Array  string `arg:"" help:"The array."`
+	Array  string `arg:"" predictor:"array" help:"The array."`
 	Member string `arg:"" help:"The faulty member or spare to remove (sdb or /dev/sdb)."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }

@@ -12,7 +12,7 @@ import (
 
 // RunCmd is `mdctl run`.
 type RunCmd struct {
-	Array  string `arg:"" help:"The assembled, inactive array to start."`
+	Array  string `arg:"" predictor:"array" help:"The assembled, inactive array to start."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }
 

@@ -12,7 +12,7 @@ import (
 
 // StatusCmd is `mdctl status`.
 type StatusCmd struct {
-	Arrays []string `arg:"" optional:"" name:"array" help:"Arrays to show (md127, /dev/md127, /dev/md/boot or a name); all when none is given."`
+	Arrays []string `arg:"" optional:"" name:"array" predictor:"array" help:"Arrays to show (md127, /dev/md127, /dev/md/boot or a name); all when none is given."`
 	JSON   bool     `name:"json" help:"Same as --format=json."`
 	Format string   `name:"format" enum:"text,json,prometheus" default:"text" help:"Output format: text, json (schema in STATUS-JSON.md) or prometheus."`
 }
