@@ -17,7 +17,7 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// kernel is everything replace, fail, remove and run change on the
+// kernel is everything replace, fail, remove, run and check change on the
 // system: a handful of md ioctls and sysfs writes, and the superblock
 // writes on a new member. The executor goes through it and nothing else,
 // so that host tests can record the exact sequence of calls.
@@ -33,6 +33,9 @@ type kernel interface {
 	RunArray(array string) error
 	// SetSyncAction writes md/sync_action.
 	SetSyncAction(array string, act sysfs.SyncAction) error
+	// SetSyncMin writes md/sync_min (sectors): where the next check or
+	// repair starts. EBUSY while a sync runs.
+	SetSyncMin(array string, sectors uint64) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -121,6 +124,15 @@ func (k sysKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
 		return err
 	}
 	return a.SetSyncAction(act)
+}
+
+// SetSyncMin writes md/sync_min.
+func (k sysKernel) SetSyncMin(array string, sectors uint64) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetSyncMin(sectors)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

@@ -30,6 +30,9 @@ type ops struct {
 	// statFile stats a loop device's backing file (blockdev.StackOptions);
 	// nil stats it on this system.
 	statFile func(path string) (blockdev.FileStat, error)
+	// sleep waits between the reads of a check that is followed; nil
+	// waits on a timer. Tests advance a simulated kernel in it.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Errors of the primitives.

@@ -269,9 +269,13 @@ type Store interface {
 	Save(ctx context.Context, rs *Records) error
 }
 
-// Records is the content of a Store: one Record per array, sorted by UUID.
+// Records is the content of a Store: one Record per array, sorted by
+// UUID, and the check cursors and results (one CheckRecord per array
+// UUID, sorted by UUID; see Manager.Check). Whoever saves one part keeps
+// the other: Manager.Record keeps Checks, Manager.Check keeps Arrays.
 type Records struct {
-	Arrays []Record `json:"arrays"`
+	Arrays []Record      `json:"arrays"`
+	Checks []CheckRecord `json:"checks,omitempty"`
 }
 
 // Find returns the record of the array with the given UUID.
@@ -307,7 +311,8 @@ func (rs *Records) Put(r Record) (changed bool) {
 // after loading them: every field heal relies on is present and
 // consistent (a canonical UUID, a level with redundancy, one slot record
 // per slot, each with a valid by-path identity and a last_healthy time,
-// names in valid UTF-8) and no array is recorded twice.
+// names in valid UTF-8) and no array is recorded twice; and every check
+// record is valid (CheckRecord), one per array UUID.
 func (rs *Records) Validate() error {
 	seen := map[string]bool{}
 	for _, r := range rs.Arrays {
@@ -319,5 +324,5 @@ func (rs *Records) Validate() error {
 		}
 		seen[r.UUID] = true
 	}
-	return nil
+	return validateChecks(rs.Checks)
 }

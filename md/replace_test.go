@@ -115,6 +115,13 @@ func (k *fakeKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
 	return k.set(k.attr(array, "sync_action"), v)
 }
 
+func (k *fakeKernel) SetSyncMin(array string, sectors uint64) error {
+	if err := k.record("SetSyncMin", array, sectors); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "sync_min"), fmt.Sprint(sectors))
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/renameio/v2"
 
@@ -54,8 +55,13 @@ func (e *Error) Unwrap() error { return e.Err }
 const (
 	// Format is the "format" field of a record file.
 	Format = "go-mdraid-slot-records"
-	// Version is the format version File writes and reads.
+	// Version is the format version File writes when the records hold
+	// no check records (Records.Checks), readable by every release.
 	Version = 1
+	// VersionChecks is the format version File writes when they do: a
+	// release that does not know check records refuses the file with
+	// ErrVersion instead of taking it for corrupt.
+	VersionChecks = 2
 	// maxBytes bounds what Load reads.
 	maxBytes = 16 << 20
 )
@@ -66,6 +72,8 @@ type storeFile struct {
 	Version  int         `json:"version"`
 	Checksum string      `json:"checksum"`
 	Arrays   []md.Record `json:"arrays"`
+	// Checks are the check records; only in version VersionChecks.
+	Checks []md.CheckRecord `json:"checks,omitempty"`
 }
 
 // checksum returns the checksum of f's canonical content.
@@ -88,8 +96,12 @@ func (f storeFile) checksum() (string, error) {
 //	  "format": "go-mdraid-slot-records",
 //	  "version": 1,
 //	  "checksum": "sha256:<64 hex digits>",
-//	  "arrays": [ Record, ... ]   (sorted by uuid)
+//	  "arrays": [ Record, ... ],  (sorted by uuid)
+//	  "checks": [ CheckRecord, ... ]  (sorted by uuid; version 2 only)
 //	}
+//
+// The version is 1 when there are no check records (so that earlier
+// releases keep reading the file) and VersionChecks (2) when there are.
 //
 // The checksum is the SHA-256 of the compact JSON encoding of the same
 // object with "checksum" set to "" (the canonical content), so any change
@@ -107,7 +119,16 @@ func Encode(rs *md.Records) ([]byte, error) {
 		}
 	}
 	slices.SortFunc(f.Arrays, func(a, b md.Record) int { return strings.Compare(a.UUID, b.UUID) })
-	if err := (&md.Records{Arrays: f.Arrays}).Validate(); err != nil {
+	if rs != nil && len(rs.Checks) > 0 {
+		f.Version = VersionChecks
+		f.Checks = slices.Clone(rs.Checks)
+		for i := range f.Checks {
+			c := &f.Checks[i]
+			c.PassStarted, c.LastFinished = utcOrZero(c.PassStarted), utcOrZero(c.LastFinished)
+		}
+		slices.SortFunc(f.Checks, func(a, b md.CheckRecord) int { return strings.Compare(a.UUID, b.UUID) })
+	}
+	if err := (&md.Records{Arrays: f.Arrays, Checks: f.Checks}).Validate(); err != nil {
 		return nil, fmt.Errorf("md: refusing to store invalid records: %w", err)
 	}
 	sum, err := f.checksum()
@@ -120,6 +141,14 @@ func Encode(rs *md.Records) ([]byte, error) {
 		return nil, fmt.Errorf("md: encoding slot records: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// utcOrZero is t in UTC; the zero time stays zero (omitted from JSON).
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // Decode parses and checks the file form of records. Anything but
@@ -145,9 +174,9 @@ func Decode(b []byte, path string) (*md.Records, error) {
 		return nil, corrupt("format is %q, want %q", head.Format, Format)
 	case head.Version == nil:
 		return nil, corrupt("no version")
-	case *head.Version != Version:
+	case *head.Version != Version && *head.Version != VersionChecks:
 		return nil, &Error{Path: path, Err: ErrVersion,
-			Reason: fmt.Sprintf("version %d, this program reads version %d", *head.Version, Version)}
+			Reason: fmt.Sprintf("version %d, this program reads versions %d and %d", *head.Version, Version, VersionChecks)}
 	}
 	var f storeFile
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -158,6 +187,12 @@ func Decode(b []byte, path string) (*md.Records, error) {
 	if f.Arrays == nil {
 		return nil, corrupt("no arrays list")
 	}
+	switch {
+	case f.Version == Version && f.Checks != nil:
+		return nil, corrupt("check records in a version %d file", Version)
+	case f.Version == VersionChecks && len(f.Checks) == 0:
+		return nil, corrupt("a version %d file without check records", VersionChecks)
+	}
 	want, err := f.checksum()
 	if err != nil {
 		return nil, corrupt("%v", err)
@@ -165,12 +200,15 @@ func Decode(b []byte, path string) (*md.Records, error) {
 	if f.Checksum != want {
 		return nil, corrupt("checksum is %q, content sums to %q", f.Checksum, want)
 	}
-	rs := &md.Records{Arrays: f.Arrays}
+	rs := &md.Records{Arrays: f.Arrays, Checks: f.Checks}
 	if err := rs.Validate(); err != nil {
 		return nil, corrupt("%v", err)
 	}
 	if !slices.IsSortedFunc(rs.Arrays, func(a, b md.Record) int { return strings.Compare(a.UUID, b.UUID) }) {
 		return nil, corrupt("arrays are not sorted by uuid")
+	}
+	if !slices.IsSortedFunc(rs.Checks, func(a, b md.CheckRecord) int { return strings.Compare(a.UUID, b.UUID) }) {
+		return nil, corrupt("checks are not sorted by uuid")
 	}
 	return rs, nil
 }
