@@ -21,8 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
