@@ -326,3 +326,38 @@ func treeBytes(t *testing.T, dir string) map[string]string {
 	qt.Assert(t, err, qt.IsNil)
 	return out
 }
+
+// TestGoldenCheck pins mdctl check's text and JSON: a started check and
+// the refusals, on the real captures (the sysfs tree is files: the write
+// lands in sync_action).
+func TestGoldenCheck(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "check")
+	for _, name := range []string{"raid1-v1.2", "raid1-degraded-missing", "raid0", "raid1-recovering"} {
+		for _, ext := range []string{".txt", ".json"} {
+			t.Run(name+ext, func(t *testing.T) {
+				flags, fc := goldenCase(t, name)
+				args := []string{"check", fc.Info.Array}
+				if ext == ".json" {
+					args = append(args, "--json")
+				}
+				goldenRun(t, filepath.Join(gd, name), ext, nil, append(args, flags...)...)
+			})
+		}
+	}
+}
+
+// TestGoldenCheckResults pins the text of finished, stopped and
+// mismatching results.
+func TestGoldenCheckResults(t *testing.T) {
+	var out bytes.Buffer
+	for _, r := range []md.CheckResult{
+		{Array: "md0", Level: "raid1", Action: "check", Result: md.CheckClean, SizeSectors: 129024, PositionSectors: 129024, Finished: true},
+		{Array: "md1", Level: "raid1", Action: "check", Result: md.CheckMismatches, MismatchSectors: 256, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1")},
+		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5")},
+		{Array: "md3", Level: "raid6", Action: "check", Result: md.CheckStopped, MismatchSectors: 0, SizeSectors: 129024, PositionSectors: 49152, CursorSaved: true},
+		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1")},
+	} {
+		printCheck(&out, r)
+	}
+	golden.Check(t, filepath.Join(goldenDir(t), "check", "results.txt"), out.Bytes())
+}

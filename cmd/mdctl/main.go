@@ -42,6 +42,7 @@ type CLI struct {
 	Remove     RemoveCmd     `cmd:"" help:"Remove a faulty member or a spare from an array."`
 	Run        RunCmd        `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Record     RecordCmd     `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
+	Check      CheckCmd      `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
 	Heal       HealCmd       `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
 	Watch      WatchCmd      `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
