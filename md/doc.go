@@ -72,6 +72,19 @@
 // and executor, also after a disk was swapped while the machine was off;
 // it returns one [Decision] per slot it considered, with its [Outcome].
 //
+// # Check (scrub)
+//
+// [Manager.Check] checks or repairs arrays ([CheckRequest]): it refuses,
+// writing nothing, arrays that are not redundant, not running, read-only
+// or read-auto, degraded, frozen, resyncing, recovering, reshaping or
+// already checking, then re-reads the facts right before writing sync_min
+// and sync_action. With a Duration it stops the check at the deadline and
+// keeps the cursor and the mismatches so far in the Store
+// ([Records].Checks, one [CheckRecord] per array UUID); the next call
+// resumes there. A finished pass records its time, action and total.
+// [MismatchMeaning] says what mismatches mean per level. The kernel facts
+// are in docs/scrub.md.
+//
 // # Watch
 //
 // Package md/watch reports events (mdadm's names where mdadm has them) as
