@@ -35,7 +35,7 @@ import (
 // every copy (raid1/10) or the parity (raid4/5/6) and counts the sectors
 // that disagree; a repair also rewrites them.
 type CheckRequest struct {
-	// Arrays names the arrays, as Manager.Resolve accepts them.
+	// Arrays names the arrays, as the array commands accept them (a kernel name, a device node, a name or a UUID).
 	Arrays []string
 	// All checks every array instead; arrays that cannot be checked are
 	// refused in the results like named ones.
@@ -423,7 +423,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) ([]CheckResult, e
 	var wg sync.WaitGroup
 	for i, name := range names {
 		res[i] = CheckResult{Array: name}
-		kname, err := m.Resolve(name)
+		kname, err := m.resolve(name)
 		if err != nil {
 			res[i].setErr(refuseLookup("check", name, "", err))
 			continue
