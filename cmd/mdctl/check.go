@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,7 +53,10 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		req.Progress = checkProgress(k.Stderr, isTerminal(k.Stderr))
 	}
 	res, err := m.Check(ctx, req)
-	if res == nil && err != nil {
+	switch {
+	case res == nil && (errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrVersion)):
+		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was written; the file is not overwritten: move it away to start afresh)"}
+	case res == nil && err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	if req.Progress != nil && isTerminal(k.Stderr) {
@@ -71,6 +75,11 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		fmt.Fprintf(k.Stdout, "%s\n", b)
 	} else {
 		for _, r := range res {
+			if r.Result == md.CheckStarted && (c.Wait || c.Duration > 0) {
+				// Ctrl-C: the waiting stopped, the check did not.
+				printLine(k.Stdout, "%s: stopped waiting; the %s continues in the kernel (mdctl check --cancel %s stops it).", r.Array, r.Action, r.Array)
+				continue
+			}
 			printCheck(k.Stdout, r)
 		}
 	}

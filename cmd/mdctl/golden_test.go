@@ -346,6 +346,15 @@ func TestGoldenCheck(t *testing.T) {
 	}
 }
 
+// TestGoldenCheckAll pins check --all over the eight-array capture: each
+// array started or refused, in kernel-name order, and the exit code of
+// the worst (2).
+func TestGoldenCheckAll(t *testing.T) {
+	gd := filepath.Join(goldenDir(t), "check")
+	flags, _ := goldenCase(t, "eight-arrays")
+	goldenRun(t, filepath.Join(gd, "eight-arrays"), ".json", nil, append([]string{"check", "--all", "--json"}, flags...)...)
+}
+
 // TestGoldenCheckResults pins the text of finished, stopped and
 // mismatching results.
 func TestGoldenCheckResults(t *testing.T) {

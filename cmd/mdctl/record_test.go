@@ -81,3 +81,48 @@ func TestRecordCLIKeepsMode(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(fi.Mode().Perm(), qt.Equals, os.FileMode(0o444))
 }
+
+// TestCheckAndRecordShareStore: one file holds slot records and check
+// records; record keeps the checks, check keeps the slot records, and a
+// damaged file is refused by check (exit 2) and not overwritten.
+func TestCheckAndRecordShareStore(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	store := filepath.Join(t.TempDir(), "slots.json")
+	code, _, errOut := runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+
+	code, out, errOut := runCLI(t, append(flags, "check", "--store", store, "md127")...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(out, qt.Contains, "md127: check started")
+	b, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Contains, `"version": 2`)
+	c.Check(string(b), qt.Contains, `"by_path": "pci-0000:00:11.0"`)
+	c.Check(string(b), qt.Contains, `"action": "check"`)
+
+	// record again (refresh): the check record stays.
+	code, _, errOut = runCLI(t, append(flags, "record", "--store", store)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	b, err = os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Contains, `"checks": [`)
+	c.Check(string(b), qt.Contains, `"action": "check"`)
+
+	bad := bytes.Replace(b, []byte(`"action": "check"`), []byte(`"action": "repair"`), 1)
+	c.Assert(os.WriteFile(store, bad, 0o644), qt.IsNil)
+	// The check is over (idle again): only the store stops the next one.
+	syncAction := filepath.Join(flags[1], "block", "md127", "md", "sync_action")
+	c.Assert(os.WriteFile(syncAction, []byte("idle\n"), 0o644), qt.IsNil)
+	before, err := os.ReadFile(syncAction)
+	c.Assert(err, qt.IsNil)
+	code, _, errOut = runCLI(t, append(flags, "check", "--store", store, "md127")...)
+	c.Check(code, qt.Equals, exitRefused)
+	c.Check(errOut, qt.Contains, "not overwritten")
+	now, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Check(now, qt.DeepEquals, bad)
+	after, err := os.ReadFile(syncAction)
+	c.Assert(err, qt.IsNil)
+	c.Check(after, qt.DeepEquals, before)
+}
