@@ -140,17 +140,6 @@ type CheckResult struct {
 	Err error `json:"-"`
 }
 
-// MismatchMeaning says what mismatches found by a check mean for level.
-func MismatchMeaning(level string) string {
-	switch level {
-	case "raid1", "raid10":
-		return "on " + level + " this can be harmless: swap, or writes in flight while the check read (O_DIRECT rewrites); a repair makes the copies agree, from the first copy"
-	case "raid4", "raid5", "raid6":
-		return "on " + level + " this is a real inconsistency: parity disagrees with the data; investigate (memory, disks, an unclean shutdown) before a repair recomputes the parity"
-	}
-	return "the copies or the parity disagree"
-}
-
 // Refusal reasons of a check (RefusedError.Check).
 const (
 	scrubRedundant = "array has redundancy"
@@ -690,7 +679,7 @@ func (c *checkRun) ended(ctx context.Context, a sysfs.Array, p *checkPlan, r *Ch
 		pos = p.Start
 	}
 	if total > 0 {
-		r.Meaning = MismatchMeaning(p.Level)
+		r.Meaning = MismatchMeaning(p.Level, p.Action, total)
 	}
 	if finished {
 		r.Finished, r.PositionSectors = true, p.Size

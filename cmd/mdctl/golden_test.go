@@ -361,10 +361,10 @@ func TestGoldenCheckResults(t *testing.T) {
 	var out bytes.Buffer
 	for _, r := range []md.CheckResult{
 		{Array: "md0", Level: "raid1", Action: "check", Result: md.CheckClean, SizeSectors: 129024, PositionSectors: 129024, Finished: true},
-		{Array: "md1", Level: "raid1", Action: "check", Result: md.CheckMismatches, MismatchSectors: 256, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1")},
-		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5")},
+		{Array: "md1", Level: "raid1", Action: "check", Result: md.CheckMismatches, MismatchSectors: 256, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1", "check", 256)},
+		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5", "check", 8)},
 		{Array: "md3", Level: "raid6", Action: "check", Result: md.CheckStopped, MismatchSectors: 0, SizeSectors: 129024, PositionSectors: 49152, CursorSaved: true},
-		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1")},
+		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1", "repair", 128)},
 	} {
 		printCheck(&out, r)
 	}
