@@ -109,3 +109,31 @@ func (rs *Records) PutCheck(c CheckRecord) {
 	rs.Checks = append(rs.Checks, c)
 	slices.SortFunc(rs.Checks, func(a, b CheckRecord) int { return strings.Compare(a.UUID, b.UUID) })
 }
+
+// LastCheck is what a Store remembers about an array's checks, as the
+// status shows it.
+type LastCheck struct {
+	// Finished is when the last pass finished (zero, left out of JSON,
+	// if none did); Action is its action, MismatchSectors its total.
+	Finished        time.Time        `json:"finished,omitzero"`
+	Action          sysfs.SyncAction `json:"action,omitempty"`
+	MismatchSectors uint64           `json:"mismatch_sectors"`
+	// PendingAction and CursorSectors describe an unfinished, time-boxed
+	// pass: its action and where it resumes (component sectors).
+	PendingAction sysfs.SyncAction `json:"pending_action,omitempty"`
+	CursorSectors uint64           `json:"cursor_sectors,omitempty"`
+}
+
+// AddChecks sets each array's LastCheck from the check records in rs,
+// matched by UUID; arrays without a record are left alone.
+func (r *Report) AddChecks(rs *Records) {
+	for i := range r.Arrays {
+		a := &r.Arrays[i]
+		rec, ok := rs.Check(a.UUID)
+		if !ok || a.UUID == "" {
+			continue
+		}
+		a.LastCheck = &LastCheck{Finished: rec.LastFinished, Action: rec.LastAction, MismatchSectors: rec.LastMismatches,
+			PendingAction: rec.Action, CursorSectors: rec.Cursor}
+	}
+}

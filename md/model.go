@@ -88,6 +88,10 @@ type Array struct {
 	// unknown future word is passed through as read. Empty (left out of
 	// JSON) when the array has no such attribute.
 	LastSyncAction sysfs.SyncAction `json:"last_sync_action,omitempty"`
+	// LastCheck is, from the check records of a Store (Report.AddChecks;
+	// mdctl status --store), the last completed check or repair and any
+	// unfinished pass; nil (left out of JSON) without a store or record.
+	LastCheck *LastCheck `json:"last_check,omitempty"`
 	// Freeze is set while recovery is frozen: who froze it, as far as
 	// mdctl knows, and what undoes it (see freeze.go).
 	Freeze *Freeze `json:"freeze,omitempty"`

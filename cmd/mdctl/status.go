@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // StatusCmd is `mdctl status`.
@@ -15,6 +18,7 @@ type StatusCmd struct {
 	Arrays []string `arg:"" optional:"" name:"array" predictor:"array" help:"Arrays to show (md127, /dev/md127, /dev/md/boot or a name); all when none is given."`
 	JSON   bool     `name:"json" help:"Same as --format=json."`
 	Format string   `name:"format" enum:"text,json,prometheus" default:"text" help:"Output format: text, json (schema in STATUS-JSON.md) or prometheus."`
+	Store  string   `name:"store" placeholder:"FILE" help:"The record file mdctl check keeps: show each array's last completed check from it."`
 }
 
 // Run prints the status and exits as mdadm --detail --test does: 0 when
@@ -24,6 +28,16 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	r, err := m.DiscoverNames(ctx, c.Arrays...)
 	if err != nil {
 		return &exitError{code: exitUnreadable, msg: err.Error()}
+	}
+	if c.Store != "" {
+		// The health report does not depend on the store: one that
+		// cannot be read is said so, and the rest is shown.
+		rs, err := store.NewFile(c.Store).Load(ctx)
+		if err != nil {
+			fmt.Fprintf(k.Stderr, "mdctl: warning: no check results shown: %s\n", escape.Lines(err.Error()))
+		} else {
+			r.AddChecks(rs)
+		}
 	}
 	format := c.Format
 	if c.JSON {

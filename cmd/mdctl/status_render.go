@@ -142,6 +142,9 @@ func renderArray(w io.Writer, a *md.Array) {
 	if line := syncLine(a); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := lastCheckLine(a.LastCheck); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if a.Freeze != nil {
 		fmt.Fprintf(w, "  hint: %s\n", a.Freeze.Hint)
 	}
@@ -188,6 +191,22 @@ func renderArray(w io.Writer, a *md.Array) {
 	for _, e := range a.Errors {
 		fmt.Fprintf(w, "  error: %s\n", esc(e))
 	}
+}
+
+// lastCheckLine is the line about the stored check results
+// (status --store); "" without them.
+func lastCheckLine(lc *md.LastCheck) string {
+	if lc == nil {
+		return ""
+	}
+	line := "  last completed check: none"
+	if !lc.Finished.IsZero() {
+		line = fmt.Sprintf("  last completed %s: %s, %d mismatched sectors", escape.Text(string(lc.Action)), lc.Finished.UTC().Format(time.RFC3339), lc.MismatchSectors)
+	}
+	if lc.PendingAction != "" {
+		line += fmt.Sprintf("; unfinished %s resumes at sector %d", escape.Text(string(lc.PendingAction)), lc.CursorSectors)
+	}
+	return line
 }
 
 // syncLine is the line about the last sync and its mismatch count

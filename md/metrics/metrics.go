@@ -18,6 +18,7 @@
 //	mdraid_array_mismatch_sectors{device}             mismatch_cnt, 512-byte sectors
 //	mdraid_array_last_sync_action{device,action}      1 for the kind of the last sync since the array started
 //	mdraid_array_check_position_ratio{device,action}  0..1 while a check or repair runs
+//	mdraid_array_last_check_finish_time_seconds{device,action} Unix time the last check or repair finished (from a store)
 //	mdraid_slot_missing{device,slot}                  1 for a slot without a member
 //	mdraid_member_info{device,member,slot,by_path,serial,wwn} 1
 //	mdraid_member_state{device,member,slot,by_path,state} 1 for each flag the kernel shows
@@ -125,6 +126,8 @@ var (
 		"1 for the kind of the last sync since the array started (check, repair, resync, recover, reshape; idle for none).", []string{"device", "action"}, nil)
 	descCheckPos = prometheus.NewDesc("mdraid_array_check_position_ratio",
 		"Position of the running check or repair, 0 to 1, from the kernel's last checkpoint.", []string{"device", "action"}, nil)
+	descLastCheck = prometheus.NewDesc("mdraid_array_last_check_finish_time_seconds",
+		"Unix time the last completed check or repair finished, from the check records of a store (md.Array.LastCheck).", []string{"device", "action"}, nil)
 	descSlotMissing = prometheus.NewDesc("mdraid_slot_missing",
 		"1 for each slot that no member holds.", []string{"device", "slot"}, nil)
 	descArrayErrors = prometheus.NewDesc("mdraid_array_errors",
@@ -149,7 +152,7 @@ var (
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descState, descDisks, descDisksRequired, descRaidDisks,
 		descDegraded, descBlocks, descBlocksSynced, descInfo, descAvail, descRed, descProgress,
-		descSpeed, descETA, descMismatch, descLastSync, descCheckPos, descSlotMissing, descArrayErrors, descMemberInfo, descMemberState,
+		descSpeed, descETA, descMismatch, descLastSync, descCheckPos, descLastCheck, descSlotMissing, descArrayErrors, descMemberInfo, descMemberState,
 		descMemberErrors, descMemberEvents, descMemberBad, descScrapeError, descCollectErrors} {
 		ch <- d
 	}
@@ -251,6 +254,9 @@ func collectArray(e *emitter, a *md.Array) {
 	}
 	if a.LastSyncAction != "" {
 		e.gauge(descLastSync, 1, dev, string(a.LastSyncAction))
+	}
+	if lc := a.LastCheck; lc != nil && !lc.Finished.IsZero() {
+		e.gauge(descLastCheck, float64(lc.Finished.Unix()), dev, string(lc.Action))
 	}
 	e.gauge(descArrayErrors, b2f(len(a.Errors) > 0), dev)
 	for _, s := range a.Slots {
