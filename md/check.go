@@ -53,6 +53,10 @@ type CheckRequest struct {
 	// Cancel stops a running check or repair instead (writes idle); with
 	// a Store it saves the position reached.
 	Cancel bool
+	// Continue only resumes unfinished passes (mdadm's mdcheck
+	// --continue): an array without a stored cursor of the same action
+	// is skipped (Result "skipped"), nothing written. It needs a Store.
+	Continue bool
 	// Store keeps the cursors and the results (Records.Checks); nil
 	// makes every check one full pass from the start, remembered nowhere.
 	Store Store
@@ -99,6 +103,9 @@ const (
 	// CheckStopped: the check was stopped before the end (deadline,
 	// Cancel, or another program); with a Store its cursor was saved.
 	CheckStopped CheckOutcome = "stopped"
+	// CheckSkipped: Continue was asked and the array has no unfinished
+	// pass; nothing was written.
+	CheckSkipped CheckOutcome = "skipped"
 	// CheckRefused: nothing was written; Error says why.
 	CheckRefused CheckOutcome = "refused"
 	// CheckFailed: something failed; Error says what was changed.
@@ -385,8 +392,10 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) ([]CheckResult, e
 		return nil, errors.New("md: check takes array names or All, not both")
 	case !req.All && len(req.Arrays) == 0:
 		return nil, errors.New("md: check needs array names or All")
-	case req.Cancel && (req.Repair || req.Wait || req.Duration > 0):
-		return nil, errors.New("md: cancel takes no repair, wait or duration")
+	case req.Cancel && (req.Repair || req.Wait || req.Duration > 0 || req.Continue):
+		return nil, errors.New("md: cancel takes no repair, wait, duration or continue")
+	case req.Continue && req.Store == nil:
+		return nil, errors.New("md: continue needs a Store with the cursors")
 	}
 	var rs *Records
 	if req.Store != nil {
@@ -482,6 +491,16 @@ func (c *checkRun) record(uuid string) *CheckRecord {
 func (c *checkRun) begin(ctx context.Context, r *CheckResult) bool {
 	f := c.m.gatherCheck(r.Array)
 	r.UUID, r.Level = f.array.UUID, f.array.Level
+	if c.req.Continue {
+		act := sysfs.ActionCheck
+		if c.req.Repair {
+			act = sysfs.ActionRepair
+		}
+		if rec := c.record(f.array.UUID); rec == nil || rec.Action != act {
+			r.Result = CheckSkipped
+			return false
+		}
+	}
 	p, err := planCheck(f, c.req, c.record(f.array.UUID))
 	if err != nil {
 		r.setErr(err)

@@ -446,3 +446,31 @@ func testRecord() Record {
 	return Record{UUID: "11111111-2222-3333-4444-555555555555", Metadata: "1.2", Level: "raid1", RaidDisks: 1,
 		Slots: []SlotRecord{{Slot: 0, ByPath: "pci-0000:00:10.0", LastHealthy: at}}}
 }
+
+// TestCheckContinue: Continue resumes only arrays with a stored cursor;
+// the others are skipped with nothing written.
+func TestCheckContinue(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	st := &memStore{}
+	req := CheckRequest{Arrays: []string{"md0"}, Duration: 2 * time.Second, Store: st, Continue: true}
+	res, err := r.m.Check(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	c.Check(res[0].Result, qt.Equals, CheckSkipped)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+
+	req.Continue = false
+	res, err = r.m.Check(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	c.Assert(res[0].Result, qt.Equals, CheckStopped)
+	req.Continue = true
+	res, err = r.m.Check(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	c.Check(res[0].Result, qt.Equals, CheckStopped)
+	c.Check(res[0].ResumedFrom, qt.Equals, uint64(2*16384))
+	// A repair does not continue a check's pass.
+	req.Repair = true
+	res, err = r.m.Check(context.Background(), req)
+	c.Assert(err, qt.IsNil)
+	c.Check(res[0].Result, qt.Equals, CheckSkipped)
+}

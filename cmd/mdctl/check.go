@@ -26,12 +26,13 @@ type CheckCmd struct {
 	Store    string        `name:"store" placeholder:"FILE" help:"The record file (the slot records' file may be the same) that keeps cursors and results."`
 	Wait     bool          `name:"wait" help:"Follow the check to the end (Ctrl-C stops waiting, not the check)."`
 	Cancel   bool          `name:"cancel" help:"Stop a running check or repair (with --store, save its cursor)."`
+	Continue bool          `name:"continue" help:"Only resume the passes with a cursor in --store (like mdcheck --continue); other arrays are skipped."`
 	JSON     bool          `name:"json" help:"Print the results as JSON."`
 }
 
 // Help is the command's exit codes, shown by --help.
 func (c *CheckCmd) Help() string {
-	return `Exit codes: 0 checked without mismatches, a repair completed, or started (without --wait/--duration); 1 a check found mismatches; 2 refused (nothing written); 3 failed.
+	return `Exit codes: 0 checked without mismatches, a repair completed, started (without --wait/--duration), or nothing to continue; 1 a check found mismatches; 2 refused (nothing written); 3 failed.
 
 Mismatches are counted in 512-byte sectors of the regions that differ. On raid1/raid10 they can be harmless (swap, writes in flight); on raid5/raid6 they are a real inconsistency to investigate.`
 }
@@ -45,7 +46,7 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 	if c.All == (len(c.Arrays) > 0) {
 		return &exitError{code: exitFailure, msg: "name the arrays to check, or --all"}
 	}
-	req := md.CheckRequest{Arrays: c.Arrays, All: c.All, Repair: c.Repair, Duration: c.Duration, Wait: c.Wait, Cancel: c.Cancel}
+	req := md.CheckRequest{Arrays: c.Arrays, All: c.All, Repair: c.Repair, Duration: c.Duration, Wait: c.Wait, Cancel: c.Cancel, Continue: c.Continue}
 	if c.Store != "" {
 		req.Store = store.NewFile(c.Store)
 	}
@@ -114,6 +115,9 @@ func printCheck(w io.Writer, r md.CheckResult) {
 		return
 	case md.CheckFailed:
 		printLine(w, "%s: failed: %s", r.Array, r.Error)
+		return
+	case md.CheckSkipped:
+		printLine(w, "%s: skipped: no unfinished pass to continue.", r.Array)
 		return
 	case md.CheckStarted:
 		from := ""

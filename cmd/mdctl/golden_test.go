@@ -365,6 +365,7 @@ func TestGoldenCheckResults(t *testing.T) {
 		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5", "check", 8)},
 		{Array: "md3", Level: "raid6", Action: "check", Result: md.CheckStopped, MismatchSectors: 0, SizeSectors: 129024, PositionSectors: 49152, CursorSaved: true},
 		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1", "repair", 128)},
+		{Array: "md5", Level: "raid1", Result: md.CheckSkipped},
 	} {
 		printCheck(&out, r)
 	}
