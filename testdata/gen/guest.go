@@ -142,6 +142,27 @@ func create(md, opts string, devs ...string) string {
 	return fmt.Sprintf("mdadm --create %s --run %s %s", md, opts, "/dev/"+strings.Join(devs, " /dev/"))
 }
 
+// pastCheckpoint waits until a running sync has checkpointed a position
+// past 0 (sync_completed reads "<n> / <total>" with n > 0).
+func (g *gen) pastCheckpoint(md string) {
+	g.waitFor(md, "sync_completed", "is past 0 (a first position checkpoint)", func(v string) bool {
+		done, _, ok := strings.Cut(v, " / ")
+		n, err := strconv.Atoi(done)
+		return ok && err == nil && n > 0
+	})
+}
+
+// expectAttr fails the case unless an attribute reads want.
+func (g *gen) expectAttr(md, attr, want string) {
+	if v := g.attr(md, attr); v != want {
+		g.fail("%s %s = %q, want %q", md, attr, v, want)
+	}
+}
+
+// checkSpeed throttles the check cases (KiB/s): a pass over 64 MiB
+// members takes about a minute, so a capture sees it running.
+const checkSpeed = "1000"
+
 // holdSectors is where held recoveries stop: 16 MiB into 64 MiB members.
 const holdSectors = 32768
 
@@ -307,6 +328,52 @@ var cases = func() []genCase {
 				}
 				if s := g.attr("/dev/md/inactive", "array_state"); s != "inactive" {
 					g.fail("array_state %s, want inactive", s)
+				}
+			},
+		},
+		genCase{
+			name: "raid1-check-running",
+			desc: "2-disk RAID1 (1.2, --assume-clean) with a check running, throttled by sync_speed_max " + checkSpeed +
+				" KiB/s, captured after its first position checkpoint",
+			array: "/dev/md0", sync: "assume-clean", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+				g.sh("echo check > /sys/block/md0/md/sync_action")
+				g.pastCheckpoint("md0")
+				g.expectAttr("md0", "sync_action", "check")
+			},
+		},
+		genCase{
+			name: "raid1-check-interrupted",
+			desc: "2-disk RAID1 (1.2, --assume-clean): a check throttled by sync_speed_max " + checkSpeed +
+				" KiB/s, stopped with idle after its first position checkpoint (the kernel sets sync_min to where it stopped)",
+			array: "/dev/md0", sync: "assume-clean", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+				g.sh("echo check > /sys/block/md0/md/sync_action")
+				g.pastCheckpoint("md0")
+				g.sh("echo idle > /sys/block/md0/md/sync_action")
+				g.waitSync("/dev/md0")
+				if g.attr("md0", "sync_min") == "0" {
+					g.fail("sync_min is 0 after an interrupted check")
+				}
+			},
+		},
+		genCase{
+			name: "raid1-check-mismatch",
+			desc: "2-disk RAID1 (1.2) created with --assume-clean over members that differ (64 KiB of random bytes written " +
+				"16 MiB into vda beforehand, inside the data area), after a full check: mismatch_cnt is not 0",
+			array: "/dev/md0", sync: "assume-clean", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh("dd if=/dev/urandom of=/dev/vda bs=64k count=1 seek=256 conv=fsync")
+				g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.sh("echo check > /sys/block/md0/md/sync_action")
+				g.waitSync("/dev/md0")
+				g.expectAttr("md0", "last_sync_action", "check")
+				if g.attr("md0", "mismatch_cnt") == "0" {
+					g.fail("the check found no mismatch")
 				}
 			},
 		},
