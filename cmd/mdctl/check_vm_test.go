@@ -150,8 +150,8 @@ func vmInject(c *qt.C, d guest.Disk, dataOff int64, pattern []byte) int64 {
 	c.Helper()
 	sb := vmMember(c, d)
 	off := int64(sb.DataStart())*512 + dataOff
-	c.Assert(uint64(dataOff+int64(len(pattern))) <= sb.DataRoom()*512, qt.IsTrue,
-		qt.Commentf("%s: %d bytes at %d outside the data area (%d sectors)", d.Path, len(pattern), dataOff, sb.DataRoom()))
+	c.Assert(uint64(dataOff+int64(len(pattern))) <= sb.Size*512, qt.IsTrue,
+		qt.Commentf("%s: %d bytes at %d outside the data the array uses (%d sectors)", d.Path, len(pattern), dataOff, sb.Size))
 	c.Assert(vmReadDirect(c, d, off, len(pattern)), qt.Not(qt.DeepEquals), pattern,
 		qt.Commentf("%s already holds the pattern at %d: the write would change nothing", d.Path, off))
 	f, err := os.OpenFile(d.Path, os.O_WRONLY, 0)
@@ -210,9 +210,16 @@ func vmPromMismatch(c *qt.C, t *testing.T, name string) (float64, bool) {
 	c.Assert(err, qt.IsNil, qt.Commentf("%s\n%s", out, stderr))
 	for _, m := range mfs["mdraid_array_mismatch_sectors"].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "device" && l.GetValue() == name {
-				return m.GetGauge().GetValue(), true
+			if l.GetName() != "device" || l.GetValue() != name {
+				continue
 			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetUntyped() != nil:
+				return m.GetUntyped().GetValue(), true
+			}
+			c.Fatalf("mdraid_array_mismatch_sectors{device=%q} is neither a gauge nor untyped:\n%s", name, out)
 		}
 	}
 	return 0, false
