@@ -200,18 +200,6 @@ func blankKind(k signature.Kind) BlankKind {
 	return KindSignature
 }
 
-// window reads up to n bytes at off (fewer at the end of the device).
-func (b *blankScan) window(off, n int64) ([]byte, error) {
-	if off >= b.size {
-		return nil, nil
-	}
-	w := make([]byte, min(n, b.size-off))
-	if err := readFull(b.r, w, off); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
 // fillRule checks clause 3 of the blank rule: the first and last 4 MiB,
 // and 64 blocks of 4 KiB spread evenly, are each one fill byte (masked
 // bytes left out).
@@ -227,7 +215,7 @@ func (b *blankScan) fillRule() error {
 		}
 	}
 	for _, rg := range regions {
-		buf, err := b.window(rg.off, rg.n)
+		buf, err := signature.ReadRange(b.r, b.size, signature.Range{Off: rg.off, Len: rg.n})
 		if err != nil {
 			return err
 		}

@@ -271,13 +271,17 @@ func (s *scan) probeMD() error {
 	return nil
 }
 
-// window reads up to n bytes at off (fewer at the end of the device).
-func (s *scan) window(off, n int64) ([]byte, error) {
-	if off >= s.size {
+// ReadRange reads the bytes of rg that lie on the device r of size
+// bytes: all of them, fewer where rg runs past the end, none (nil) from
+// the end on. A short read is an error wrapping io.ErrUnexpectedEOF,
+// never a shorter result. Scan reads its windows through it; a caller
+// applying its own rule to the same device (md's fill rule) can too.
+func ReadRange(r io.ReaderAt, size int64, rg Range) ([]byte, error) {
+	if rg.Off >= size {
 		return nil, nil
 	}
-	w := make([]byte, min(n, s.size-off))
-	if err := readFull(s.r, w, off); err != nil {
+	w := make([]byte, min(rg.Len, size-rg.Off))
+	if err := readFull(r, w, rg.Off); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -308,7 +312,7 @@ func (s *scan) check(w []byte, wOff int64, k Kind, what, b string, off int64) er
 // at looks for every magic measured from a start, at base and on: the
 // disk's own (base 0) or a partition's. where is appended to What.
 func (s *scan) at(base int64, where string) error {
-	w, err := s.window(base, headSize)
+	w, err := ReadRange(s.r, s.size, Range{Off: base, Len: headSize})
 	if err != nil || w == nil {
 		return err
 	}
