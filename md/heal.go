@@ -299,7 +299,7 @@ func (m *Manager) heal(ctx context.Context, r *Report, rs *Records, cfg healConf
 		if d.Outcome == "" {
 			m.fillOnce(ctx, cfg, r, d, attempts[i], known[i])
 		}
-		logDecision(log, *d)
+		d.Log(log)
 	}
 	return ds
 }
@@ -367,7 +367,12 @@ func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bo
 	d.Outcome, d.Reason = OutcomeHealed, fmt.Sprintf("added %s to slot %d; recovery follows", d.Disk, d.Slot)
 }
 
-func logDecision(log *slog.Logger, d Decision) {
+// Log logs d on log as Heal logs each decision: one "heal" record at
+// level error for OutcomeFailed, debug for OutcomeSkipped and info
+// otherwise, with the array, uuid, outcome, slot (when set), by_path and
+// disk (when known) and reason attributes. md/watch logs its decisions
+// through it too.
+func (d Decision) Log(log *slog.Logger) {
 	level := slog.LevelInfo
 	switch d.Outcome {
 	case OutcomeFailed:
@@ -541,7 +546,7 @@ func (m *Manager) thawAll(r *Report, log *slog.Logger) []Decision {
 			d.Outcome, d.Err = OutcomeFailed, err
 			d.Reason = strings.TrimPrefix(did+"; ", "; ") + err.Error()
 		}
-		logDecision(log, d)
+		d.Log(log)
 		out = append(out, d)
 		*a = m.status(m.fs.WithCache(), a.Device)
 	}

@@ -278,7 +278,7 @@ func (w *watcher) report(r *md.Report, decisions []md.Decision) []Event {
 		default:
 			continue
 		}
-		logDecision(w.o.Logger, d)
+		d.Log(w.o.Logger)
 		out = append(out, e)
 	}
 	// A refusal is forgotten only when something about it changed: the
@@ -330,27 +330,4 @@ func refuseAll(r *md.Report, err error) []md.Decision {
 		ds = append(ds, md.Decision{Array: a.Device, UUID: a.UUID, Slot: -1, Outcome: md.OutcomeRefused, Reason: err.Error(), Err: err})
 	}
 	return ds
-}
-
-// logDecision logs one heal decision, as md.Manager.Heal logs each.
-func logDecision(log *slog.Logger, d md.Decision) {
-	level := slog.LevelInfo
-	switch d.Outcome {
-	case md.OutcomeFailed:
-		level = slog.LevelError
-	case md.OutcomeSkipped:
-		level = slog.LevelDebug
-	}
-	attrs := []any{"array", d.Array, "uuid", d.UUID, "outcome", string(d.Outcome)}
-	if d.Slot >= 0 {
-		attrs = append(attrs, "slot", d.Slot)
-	}
-	if d.ByPath != "" {
-		attrs = append(attrs, "by_path", d.ByPath)
-	}
-	if d.Disk != "" {
-		attrs = append(attrs, "disk", d.Disk)
-	}
-	attrs = append(attrs, "reason", d.Reason)
-	log.Log(context.Background(), level, "heal", attrs...)
 }
