@@ -241,6 +241,28 @@ func (a *Array) Find(device string) (*Member, string) {
 	return nil, ""
 }
 
+// Members lists every device bound to a, as pointers into a: slot
+// holders, then replacements (slot by slot), then spares, then faulty
+// members.
+func (a *Array) Members() []*Member {
+	var ms []*Member
+	for i := range a.Slots {
+		if m := a.Slots[i].Member; m != nil {
+			ms = append(ms, m)
+		}
+		if m := a.Slots[i].Replacement; m != nil {
+			ms = append(ms, m)
+		}
+	}
+	for i := range a.Spares {
+		ms = append(ms, &a.Spares[i])
+	}
+	for i := range a.Faulty {
+		ms = append(ms, &a.Faulty[i])
+	}
+	return ms
+}
+
 // devNumText is d as "major:minor", or "" when it could not be read
 // (zero), as the plan shows it.
 func devNumText(d sysfs.DevNum) string {

@@ -68,24 +68,3 @@ func withState(a Array, s string) Array {
 	a.State = s
 	return a
 }
-
-// members lists every device bound to a: slot holders, replacements,
-// spares and faulty members.
-func members(a *Array) []*Member {
-	var ms []*Member
-	for i := range a.Slots {
-		if m := a.Slots[i].Member; m != nil {
-			ms = append(ms, m)
-		}
-		if m := a.Slots[i].Replacement; m != nil {
-			ms = append(ms, m)
-		}
-	}
-	for i := range a.Spares {
-		ms = append(ms, &a.Spares[i])
-	}
-	for i := range a.Faulty {
-		ms = append(ms, &a.Faulty[i])
-	}
-	return ms
-}

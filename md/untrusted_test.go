@@ -28,7 +28,7 @@ func membersOf(t testing.TB, m *Manager, array string) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, mem := range members(&a) {
+	for _, mem := range a.Members() {
 		out = append(out, mem.Device)
 	}
 	if len(out) == 0 {

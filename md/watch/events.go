@@ -253,27 +253,6 @@ func memberEvent(t EventType, a *md.Array, m *md.Member, now time.Time) Event {
 // array was stopped lingers with array_state "clear" for a moment.
 func present(a *md.Array) bool { return a.State != "clear" }
 
-// members lists every device bound to a: slot holders, replacements,
-// spares and faulty members.
-func members(a *md.Array) []*md.Member {
-	var ms []*md.Member
-	for i := range a.Slots {
-		if m := a.Slots[i].Member; m != nil {
-			ms = append(ms, m)
-		}
-		if m := a.Slots[i].Replacement; m != nil {
-			ms = append(ms, m)
-		}
-	}
-	for i := range a.Spares {
-		ms = append(ms, &a.Spares[i])
-	}
-	for i := range a.Faulty {
-		ms = append(ms, &a.Faulty[i])
-	}
-	return ms
-}
-
 // inSync and faulty read a member's kernel flags.
 func inSync(m *md.Member) bool { return slices.Contains(m.Flags, "in_sync") }
 func faulty(m *md.Member) bool { return slices.Contains(m.Flags, "faulty") }
@@ -388,11 +367,11 @@ func diff(prev, cur *md.Report, spares map[string]int) []Event {
 func memberEvents(p, a *md.Array, now time.Time) []Event {
 	var out []Event
 	before := map[string]*md.Member{}
-	for _, m := range members(p) {
+	for _, m := range p.Members() {
 		before[m.Device] = m
 	}
 	after := map[string]bool{}
-	for _, m := range members(a) {
+	for _, m := range a.Members() {
 		after[m.Device] = true
 		o := before[m.Device]
 		if o == nil {
@@ -420,7 +399,7 @@ func memberEvents(p, a *md.Array, now time.Time) []Event {
 		}
 		out = append(out, e)
 	}
-	for _, o := range members(p) {
+	for _, o := range p.Members() {
 		if after[o.Device] {
 			continue
 		}
