@@ -117,6 +117,7 @@ func TestScan(t *testing.T) {
 		{name: "reiserfs 3.5", im: newImage(size).put(8192+52, []byte("ReIsErFs")), want: Finding{Volume, "ReiserFS 3.5 superblock", 8192 + 52}},
 		{name: "nilfs2", im: newImage(size).put(1030, u16le(0x3434)), want: Finding{Volume, "NILFS2 superblock", 1030}},
 		{name: "lvm2 sector 0", im: newImage(size).put(0, []byte("LABELONE")), want: Finding{Volume, "LVM2 physical volume label", 0}},
+		{name: "lvm2 sector 1", im: newImage(size).put(512, []byte("LABELONE\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00LVM2 001")), want: Finding{Volume, "LVM2 physical volume label", 512}},
 		{name: "lvm2 sector 3", im: newImage(size).put(1536, []byte("LABELONE")), want: Finding{Volume, "LVM2 physical volume label", 1536}},
 		{name: "luks1", im: newImage(size).put(0, []byte("LUKS\xba\xbe\x00\x01")), want: Finding{Volume, "LUKS header", 0}},
 		{name: "luks2 secondary only", im: newImage(size).put(0x4000, []byte("SKUL\xba\xbe\x00\x02")), want: Finding{Volume, "LUKS2 secondary header", 0x4000}},
@@ -125,6 +126,7 @@ func TestScan(t *testing.T) {
 		{name: "swap 64K pages", im: newImage(size).put(65536-10, []byte("SWAPSPACE2")), want: Finding{Volume, "swap signature (64 KiB pages)", 65526}},
 		{name: "old swap", im: newImage(size).put(4096-10, []byte("SWAP-SPACE")), want: Finding{Volume, "swap signature (4 KiB pages)", 4086}},
 		{name: "hibernation", im: newImage(size).put(8192-10, []byte("LINHIB0001")), want: Finding{Volume, "hibernation image (8 KiB pages)", 8182}},
+		{name: "hibernation S1SUSPEND", im: newImage(size).put(4096-10, []byte("S1SUSPEND")), want: Finding{Volume, "hibernation image (4 KiB pages)", 4086}},
 		{name: "bcache", im: newImage(size).put(4096+24, []byte("\xc6\x85\x73\xf6\x4e\x1a\x45\xca\x82\x65\xf5\x7f\x48\xba\x6d\x81")), want: Finding{Volume, "bcache superblock", 4120}},
 		{name: "bcachefs", im: newImage(size).put(4096+24, []byte("\xc6\x85\x73\xf6\x66\xce\x90\xa9\xd9\x6a\x60\xcf\x80\x3d\xf7\xef")), want: Finding{Volume, "bcachefs superblock", 4120}},
 		{name: "imsm", im: newImage(size).put(size-1024, []byte("Intel Raid ISM Cfg Sig. ")), want: Finding{Volume, "Intel IMSM metadata", size - 1024}},
@@ -136,11 +138,15 @@ func TestScan(t *testing.T) {
 
 		// At the usual partition starts.
 		{name: "ext4 at 1 MiB", im: newImage(size).put(mib+1080, u16le(0xef53)), want: Finding{Volume, "ext2/3/4 superblock in a partition at byte 1048576", mib + 1080}},
+		{name: "LVM2 PV label at 1 MiB + 512", im: newImage(size).put(mib+512, []byte("LABELONE")), want: Finding{Volume, "LVM2 physical volume label in a partition at byte 1048576", mib + 512}},
 		{name: "NTFS at sector 63", im: newImage(size).put(63*512+3, []byte("NTFS    ")), want: Finding{Volume, "NTFS boot sector in a partition at byte 32256", 63*512 + 3}},
 		{name: "swap at 2 MiB", im: newImage(size).put(2*mib+4086, []byte("SWAPSPACE2")), want: Finding{Volume, "swap signature (4 KiB pages) in a partition at byte 2097152", 2*mib + 4086}},
 		{name: "boot sector at 4 MiB", im: newImage(size).put(4*mib+510, []byte{0x55, 0xaa}), want: Finding{PartitionTable, "MBR boot signature (DOS partition table or boot sector) in a partition at byte 4194304", 4*mib + 510}},
 		{name: "md 1.2 at 8 MiB", im: newImage(size).put(8*mib+4096, u32le(superblock.Magic)), want: Finding{MDSuperblock, "md superblock 1.2 in a partition at byte 8388608", 8*mib + 4096}},
 		{name: "md 1.1 at 16 MiB", im: newImage(size).put(16*mib, u32le(superblock.Magic)), want: Finding{MDSuperblock, "md superblock 1.1 in a partition at byte 16777216", 16 * mib}},
+		{name: "XFS at 16 MiB", im: newImage(size).put(16*mib, []byte("XFSB")), want: Finding{Volume, "XFS superblock in a partition at byte 16777216", 16 * mib}},
+		{name: "btrfs at 16 MiB", im: newImage(size).put(16*mib+0x10040, []byte("_BHRfS_M")), want: Finding{Volume, "Btrfs superblock in a partition at byte 16777216", 16*mib + 0x10040}},
+		{name: "LUKS at 16 MiB", im: newImage(size).put(16*mib, []byte("LUKS\xba\xbe")), want: Finding{Volume, "LUKS header in a partition at byte 16777216", 16 * mib}},
 		{name: "ext4 at 3 MiB is no usual start", im: newImage(size).put(3*mib+1080, u16le(0xef53))},
 		{name: "btrfs mirror is the disk's only", im: newImage(size+2*mib).put(mib+64<<20+0x40, []byte("_BHRfS_M"))},
 	}
