@@ -163,6 +163,16 @@ func (g *gen) expectAttr(md, attr, want string) {
 // members takes about a minute, so a capture sees it running.
 const checkSpeed = "1000"
 
+// throttledCheck creates the check cases' 2-disk raid1 md0 (1.2,
+// --assume-clean), starts a check at checkSpeed and waits until it is
+// past its first position checkpoint.
+func (g *gen) throttledCheck() {
+	g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+	g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+	g.sh("echo check > /sys/block/md0/md/sync_action")
+	g.pastCheckpoint("md0")
+}
+
 // holdSectors is where held recoveries stop: 16 MiB into 64 MiB members.
 const holdSectors = 32768
 
@@ -337,10 +347,7 @@ var cases = func() []genCase {
 				" KiB/s, captured after its first position checkpoint",
 			array: "/dev/md0", sync: "assume-clean", disks: disks("active", "active"),
 			setup: func(g *gen) {
-				g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
-				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
-				g.sh("echo check > /sys/block/md0/md/sync_action")
-				g.pastCheckpoint("md0")
+				g.throttledCheck()
 				g.expectAttr("md0", "sync_action", "check")
 			},
 		},
@@ -350,10 +357,7 @@ var cases = func() []genCase {
 				" KiB/s, stopped with idle after its first position checkpoint (the kernel sets sync_min to where it stopped)",
 			array: "/dev/md0", sync: "assume-clean", disks: disks("active", "active"),
 			setup: func(g *gen) {
-				g.sh(create("/dev/md0", "--assume-clean --level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
-				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
-				g.sh("echo check > /sys/block/md0/md/sync_action")
-				g.pastCheckpoint("md0")
+				g.throttledCheck()
 				g.sh("echo idle > /sys/block/md0/md/sync_action")
 				g.waitSync("/dev/md0")
 				if g.attr("md0", "sync_min") == "0" {
