@@ -12,6 +12,7 @@ import (
 	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
+	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/google/uuid"
 )
 
@@ -123,7 +124,7 @@ func replaceOn(t *testing.T, fixtureName string) (*replaceRig, string) {
 func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
 	t.Helper()
 	p := filepath.Join(r.dev, name)
-	if err := vmImage(p, size); err != nil {
+	if err := vmtest.CreateImage(p, size); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -181,22 +182,9 @@ func plugDisk(t testing.TB, sys, name, addr string) {
 		t.Fatal(err)
 	}
 	dev := filepath.Join(filepath.Dir(sys), "dev", name)
-	if err := vmImage(dev, 64<<20); err != nil {
+	if err := vmtest.CreateImage(dev, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// vmImage creates (or empties) the sparse image p of size bytes.
-func vmImage(p string, size int64) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // readImage returns the whole image.
