@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -24,8 +25,8 @@ const maxFuzzStore = 64 << 10
 func FuzzStoreLoad(f *testing.F) {
 	for _, rs := range []*md.Records{
 		{Arrays: []md.Record{}},
-		recordsOf(f, healthyArray(2)),
-		recordsOf(f, healthyArray(3), hostileArray("h:\n\x1b[8m", "\u2028", "<&>\\")),
+		mdtest.RecordsOf(f, mdtest.HealthyArray(2)),
+		mdtest.RecordsOf(f, mdtest.HealthyArray(3), hostileArray("h:\n\x1b[8m", "\u2028", "<&>\\")),
 	} {
 		b, err := Encode(rs)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -22,12 +23,12 @@ func testRecords(t testing.TB) *md.Records {
 	t.Helper()
 	var rs md.Records
 	for i, n := range []int{2, 4} {
-		a := healthyArray(n)
+		a := mdtest.HealthyArray(n)
 		if i == 1 {
 			a.UUID = "00000000-1111-2222-3333-444444444444"
 			a.Level, a.Metadata = "raid5", "1.2"
 		}
-		r, err := md.NewRecord(a, recordTime.Add(time.Duration(i)*time.Minute))
+		r, err := md.NewRecord(a, mdtest.RecordTime.Add(time.Duration(i)*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,9 +276,9 @@ func TestFileAtomic(t *testing.T) {
 // TestRecordCarriesHomehost: the file round-trips a record's homehost.
 func TestRecordCarriesHomehost(t *testing.T) {
 	c := qt.New(t)
-	a := healthyArray(2)
+	a := mdtest.HealthyArray(2)
 	a.Homehost = "talos"
-	rec, err := md.NewRecord(a, recordTime)
+	rec, err := md.NewRecord(a, mdtest.RecordTime)
 	c.Assert(err, qt.IsNil)
 	b, err := Encode(&md.Records{Arrays: []md.Record{rec}})
 	c.Assert(err, qt.IsNil)

@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// Times stamped on test events and records.
-var (
-	t0         = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	recordTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-)
+// t0 is the time stamped on test events.
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // loadCase loads a real capture from testdata/fixtures.
 func loadCase(t testing.TB, name string) *fixture.Case {
@@ -48,44 +46,6 @@ func fixtureArray(t testing.TB, name string) md.Array {
 		t.Fatalf("%s: %d arrays", name, len(r.Arrays))
 	}
 	return r.Arrays[0]
-}
-
-// healthyArray is a synthetic healthy raid1 with n members in ports
-// pci-0000:00:1X.0, as md's tests build it.
-func healthyArray(n int) md.Array {
-	a := md.Array{
-		Device: "md127", Path: "/dev/md127", UUID: "0b8e5f0c-3c1b-4f7e-9e0a-2d1f3c4b5a69",
-		Name: "boot", Metadata: "1.0", Level: "raid1", RaidDisks: n,
-		ComponentBytes: 32 << 20, State: "clean",
-		Availability: md.Online, Redundancy: md.Full, Activity: md.Activity{Kind: sysfs.ActionIdle},
-		Spares: []md.Member{}, Faulty: []md.Member{},
-	}
-	for i := range n {
-		dev := string(rune('a' + i))
-		a.Slots = append(a.Slots, md.Slot{Slot: i, State: md.SlotActive, Member: &md.Member{
-			Device: "vd" + dev, Path: "/dev/vd" + dev, Slot: i, Flags: sysfs.MemberState{"in_sync"},
-			ByPath: byPathOf(i), Serial: "mdtest-" + string(rune('0'+i)),
-			DeviceUUID: "00000000-0000-4000-8000-00000000000" + string(rune('0'+i)),
-			SizeBytes:  64 << 20,
-		}})
-	}
-	return a
-}
-
-func byPathOf(slot int) string { return "pci-0000:00:1" + string(rune('0'+slot)) + ".0" }
-
-// recordsOf records the given healthy arrays.
-func recordsOf(t testing.TB, arrays ...md.Array) *md.Records {
-	t.Helper()
-	rs := &md.Records{}
-	for _, a := range arrays {
-		r, err := md.NewRecord(a, recordTime)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs.Put(r)
-	}
-	return rs
 }
 
 // report wraps arrays in a Report.
@@ -124,10 +84,10 @@ func brief(evs []Event) []string {
 
 // Synthetic states of one 2-disk raid1 (md127, vda in slot 0, vdb in slot
 // 1) as a member fails, is replaced by vdc and recovers.
-func mirrorHealthy() md.Array { return healthyArray(2) }
+func mirrorHealthy() md.Array { return mdtest.HealthyArray(2) }
 
 func mirrorFailed() md.Array { // vdb faulty, still in its slot
-	a := healthyArray(2)
+	a := mdtest.HealthyArray(2)
 	a.Availability, a.Redundancy = md.Degraded, md.NoRedundancy
 	a.Slots[1].State = md.SlotFaulty
 	a.Slots[1].Member.Flags = sysfs.MemberState{"faulty"}
@@ -153,14 +113,14 @@ func mirrorMissing() md.Array { // vdb removed
 func mirrorRecovering(pct float64) md.Array { // vdc rebuilding into slot 1
 	a := mirrorMissing()
 	a.Slots[1] = md.Slot{Slot: 1, State: md.SlotRebuilding, Member: &md.Member{
-		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"spare"}, ByPath: byPathOf(1)}}
+		Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"spare"}, ByPath: mdtest.ByPathOf(1)}}
 	a.Activity = md.Activity{Kind: sysfs.ActionRecover, Percent: pct, DoneSectors: uint64(pct * 1000), TotalSectors: 100000}
 	return a
 }
 
 func mirrorRecovered() md.Array {
-	a := healthyArray(2)
-	a.Slots[1].Member = &md.Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"in_sync"}, ByPath: byPathOf(1)}
+	a := mdtest.HealthyArray(2)
+	a.Slots[1].Member = &md.Member{Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.MemberState{"in_sync"}, ByPath: mdtest.ByPathOf(1)}
 	return a
 }
 

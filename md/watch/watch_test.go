@@ -11,6 +11,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/sysfs"
@@ -129,7 +130,7 @@ func TestWatchHealEvents(t *testing.T) {
 	c := qt.New(t)
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
 	w := &watcher{m: m, o: (&Options{}).withDefaults(), refused: map[string]string{}}
-	rs := recordsOf(t, mirrorHealthy())
+	rs := mdtest.RecordsOf(t, mirrorHealthy())
 	ctx := context.Background()
 	types := func(evs []Event) []string {
 		out := []string{}
@@ -218,7 +219,7 @@ func TestHealFailureReportedOnce(t *testing.T) {
 	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
 	w := &watcher{m: m, o: (&Options{Heal: true}).withDefaults(), refused: map[string]string{}}
 	r := report(mirrorMissing())
-	d := md.Decision{Array: "md127", UUID: r.Arrays[0].UUID, Slot: 1, ByPath: byPathOf(1), Device: "vdc", Disk: "/dev/vdc",
+	d := md.Decision{Array: "md127", UUID: r.Arrays[0].UUID, Slot: 1, ByPath: mdtest.ByPathOf(1), Device: "vdc", Disk: "/dev/vdc",
 		Outcome: md.OutcomeFailed, Reason: "ADD_NEW_DISK: invalid argument; not retried until the disk or the array changes",
 		Err: md.ErrHealNotRetried}
 	var events []Event
