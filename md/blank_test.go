@@ -5,70 +5,16 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
 	"github.com/google/uuid"
 
+	"github.com/go-mdraid/mdraid/internal/diskimage"
 	"github.com/go-mdraid/mdraid/superblock"
 )
 
-// image is a sparse in-memory device: only the written bytes are stored.
-type image struct {
-	size   int64
-	chunks map[int64][]byte // offset -> bytes
-}
-
-func newImage(size int64) *image { return &image{size: size, chunks: map[int64][]byte{}} }
-
-func (im *image) put(off int64, b []byte) *image {
-	im.chunks[off] = append([]byte(nil), b...)
-	return im
-}
-
-func (im *image) ReadAt(p []byte, off int64) (int, error) {
-	if off >= im.size {
-		return 0, io.EOF
-	}
-	n := len(p)
-	if off+int64(n) > im.size {
-		n = int(im.size - off)
-	}
-	clear(p[:n])
-	for o, b := range im.chunks {
-		// overlap of [o, o+len(b)) with [off, off+n)
-		lo, hi := max(o, off), min(o+int64(len(b)), off+int64(n))
-		if lo < hi {
-			copy(p[lo-off:hi-off], b[lo-o:hi-o])
-		}
-	}
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
 func u16le(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
-
-// md1x returns a valid 1.x superblock for an image of size bytes.
-func md1x(t testing.TB, v superblock.Version, size int64) (int64, []byte) {
-	t.Helper()
-	off, err := v.Offset(size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := &superblock.Superblock{Version: v, Level: 1, RaidDisks: 2, SetUUID: uuid.New(),
-		DataOffset: 2048, DataSize: 4096, SuperOffset: uint64(off / 512), DevRoles: []superblock.Role{0, 1}}
-	if v == superblock.Version10 {
-		sb.DataOffset = 0
-	}
-	b, err := sb.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return off, b
-}
 
 // TestCheckBlank: CheckBlank reports what signature.Scan finds, as a
 // NotBlankError of the finding's kind (matching ErrNotBlank and that
@@ -77,26 +23,26 @@ func md1x(t testing.TB, v superblock.Version, size int64) (int64, []byte) {
 // and location, are signature's TestScan.
 func TestCheckBlank(t *testing.T) {
 	const size = 64 << 20
-	_, sb12 := md1x(t, superblock.Version12, size)
+	_, sb12 := diskimage.Superblock1x(t, superblock.Version12, size)
 	tests := []struct {
 		name string
-		im   *image
+		im   *diskimage.Sparse
 		want error  // nil for blank
 		what string // substring of NotBlankError.What
 		off  int64
 	}{
-		{name: "zeros", im: newImage(size)},
-		{name: "random data in the middle", im: newImage(size).put(20<<20, bytes.Repeat([]byte{0x5a}, 4096))},
-		{name: "tiny device", im: newImage(4096)},
-		{name: "md 1.2", im: newImage(size).put(4096, sb12), want: errHasMDSuperblock, what: "md superblock 1.2", off: 4096},
-		{name: "MBR", im: newImage(size).put(510, []byte{0x55, 0xaa}), want: errHasPartitionTable, what: "MBR", off: 510},
-		{name: "ext4", im: newImage(size).put(1080, u16le(0xef53)), want: errHasSignature, what: "ext2/3/4", off: 1080},
-		{name: "md wins the order", im: newImage(size).put(4096, sb12).put(1080, u16le(0xef53)), want: errHasMDSuperblock, off: 4096},
+		{name: "zeros", im: diskimage.New(size)},
+		{name: "random data in the middle", im: diskimage.New(size).Put(20<<20, bytes.Repeat([]byte{0x5a}, 4096))},
+		{name: "tiny device", im: diskimage.New(4096)},
+		{name: "md 1.2", im: diskimage.New(size).Put(4096, sb12), want: errHasMDSuperblock, what: "md superblock 1.2", off: 4096},
+		{name: "MBR", im: diskimage.New(size).Put(510, []byte{0x55, 0xaa}), want: errHasPartitionTable, what: "MBR", off: 510},
+		{name: "ext4", im: diskimage.New(size).Put(1080, u16le(0xef53)), want: errHasSignature, what: "ext2/3/4", off: 1080},
+		{name: "md wins the order", im: diskimage.New(size).Put(4096, sb12).Put(1080, u16le(0xef53)), want: errHasMDSuperblock, off: 4096},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := qt.New(t)
-			err := CheckBlank(tt.im, tt.im.size)
+			err := CheckBlank(tt.im, tt.im.Size)
 			if tt.want == nil {
 				c.Assert(err, qt.IsNil)
 				return
@@ -131,8 +77,8 @@ func TestCheckBlankReadError(t *testing.T) {
 
 // fillImage returns an image of size bytes whose first and last n bytes
 // are v.
-func fillImage(size int64, v byte, n int) *image {
-	return newImage(size).put(0, bytes.Repeat([]byte{v}, n)).put(size-int64(n), bytes.Repeat([]byte{v}, n))
+func fillImage(size int64, v byte, n int) *diskimage.Sparse {
+	return diskimage.New(size).Put(0, bytes.Repeat([]byte{v}, n)).Put(size-int64(n), bytes.Repeat([]byte{v}, n))
 }
 
 // TestBlankRule has one case per clause of the blank rule stated in
@@ -148,7 +94,7 @@ func TestBlankRule(t *testing.T) {
 	tests := []struct {
 		clause string
 		name   string
-		im     *image
+		im     *diskimage.Sparse
 		want   error
 		what   string
 		off    int64
@@ -157,31 +103,31 @@ func TestBlankRule(t *testing.T) {
 		// disk whose partition table was wiped still has them (one for
 		// each start is signature's TestScan); and a signature elsewhere
 		// is still caught by clause 3.
-		{clause: "2", name: "ext4 at 1 MiB, MBR wiped", im: newImage(size).put(mib+1080, u16le(0xef53)), want: errHasSignature, what: "ext2/3/4 superblock in a partition at byte 1048576", off: mib + 1080},
-		{clause: "2", name: "ext4 at 3 MiB is no usual start, but data", im: newImage(size).put(3*mib+1080, u16le(0xef53)), want: errHasData, off: 3*mib + 1080},
+		{clause: "2", name: "ext4 at 1 MiB, MBR wiped", im: diskimage.New(size).Put(mib+1080, u16le(0xef53)), want: errHasSignature, what: "ext2/3/4 superblock in a partition at byte 1048576", off: mib + 1080},
+		{clause: "2", name: "ext4 at 3 MiB is no usual start, but data", im: diskimage.New(size).Put(3*mib+1080, u16le(0xef53)), want: errHasData, off: 3*mib + 1080},
 
 		// Clause 3: the first and last 4 MiB, and 64 blocks of 4 KiB
 		// spread evenly, are each one fill byte.
-		{clause: "3", name: "all zero", im: newImage(size)},
+		{clause: "3", name: "all zero", im: diskimage.New(size)},
 		{clause: "3", name: "0x5a ends", im: fillImage(size, 0x5a, 4<<20)},
 		{clause: "3", name: "0xff ends", im: fillImage(size, 0xff, 4<<20)},
-		{clause: "3", name: "0xff head, zero tail", im: newImage(size).put(0, bytes.Repeat([]byte{0xff}, 4<<20))},
-		{clause: "3", name: "data at 3 MiB (plain dm-crypt, a raw image)", im: newImage(size).put(3*mib, []byte("headerless data")), want: errHasData, off: 3 * mib},
-		{clause: "3", name: "data 1 byte before the head ends", im: newImage(size).put(4*mib-1, []byte{1}), want: errHasData, off: 4*mib - 1},
-		{clause: "3", name: "data 3 MiB before the end", im: newImage(size).put(size-3*mib, []byte("tail data")), want: errHasData, off: size - 3*mib},
-		{clause: "3", name: "head half 0xff, half zero", im: newImage(size).put(0, bytes.Repeat([]byte{0xff}, 2<<20)), want: errHasData, off: 2 << 20},
+		{clause: "3", name: "0xff head, zero tail", im: diskimage.New(size).Put(0, bytes.Repeat([]byte{0xff}, 4<<20))},
+		{clause: "3", name: "data at 3 MiB (plain dm-crypt, a raw image)", im: diskimage.New(size).Put(3*mib, []byte("headerless data")), want: errHasData, off: 3 * mib},
+		{clause: "3", name: "data 1 byte before the head ends", im: diskimage.New(size).Put(4*mib-1, []byte{1}), want: errHasData, off: 4*mib - 1},
+		{clause: "3", name: "data 3 MiB before the end", im: diskimage.New(size).Put(size-3*mib, []byte("tail data")), want: errHasData, off: size - 3*mib},
+		{clause: "3", name: "head half 0xff, half zero", im: diskimage.New(size).Put(0, bytes.Repeat([]byte{0xff}, 2<<20)), want: errHasData, off: 2 << 20},
 		{clause: "3", name: "another fill byte", im: fillImage(size, 0x11, 4<<20), want: errHasData, off: 0},
-		{clause: "3", name: "data in the middle sampled block", im: newImage(size).put(sample(32)+100, []byte("x")), want: errHasData, off: sample(32) + 100},
-		{clause: "3", name: "data in a sampled block past 4 MiB", im: newImage(size).put(sample(5), []byte{0xff, 0}), want: errHasData, off: sample(5) + 1},
-		{clause: "3", name: "a sampled block all 0x5a", im: newImage(size).put(sample(32), bytes.Repeat([]byte{0x5a}, 4096))},
-		{clause: "3", name: "data between the samples is not seen", im: newImage(size).put(sample(32)+8192, []byte("x"))},
-		{clause: "3", name: "tiny device", im: newImage(4096)},
-		{clause: "3", name: "tiny device with data", im: newImage(8192).put(5000, []byte("x")), want: errHasData, off: 5000},
+		{clause: "3", name: "data in the middle sampled block", im: diskimage.New(size).Put(sample(32)+100, []byte("x")), want: errHasData, off: sample(32) + 100},
+		{clause: "3", name: "data in a sampled block past 4 MiB", im: diskimage.New(size).Put(sample(5), []byte{0xff, 0}), want: errHasData, off: sample(5) + 1},
+		{clause: "3", name: "a sampled block all 0x5a", im: diskimage.New(size).Put(sample(32), bytes.Repeat([]byte{0x5a}, 4096))},
+		{clause: "3", name: "data between the samples is not seen", im: diskimage.New(size).Put(sample(32)+8192, []byte("x"))},
+		{clause: "3", name: "tiny device", im: diskimage.New(4096)},
+		{clause: "3", name: "tiny device with data", im: diskimage.New(8192).Put(5000, []byte("x")), want: errHasData, off: 5000},
 	}
 	for _, tt := range tests {
 		t.Run("clause "+tt.clause+"/"+tt.name, func(t *testing.T) {
 			c := qt.New(t)
-			err := CheckBlank(tt.im, tt.im.size)
+			err := CheckBlank(tt.im, tt.im.Size)
 			if tt.want == nil {
 				c.Assert(err, qt.IsNil)
 				return
@@ -202,8 +148,8 @@ func TestBlankRule(t *testing.T) {
 func TestBlankMasked(t *testing.T) {
 	c := qt.New(t)
 	const size = 64 << 20
-	_, sb12 := md1x(t, superblock.Version12, size)
-	im := newImage(size).put(4096, sb12)
+	_, sb12 := diskimage.Superblock1x(t, superblock.Version12, size)
+	im := diskimage.New(size).Put(4096, sb12)
 	mask := []span{{4096, 4096}}
 	fs, err := blankFindingsMasked(im, size, mask)
 	c.Assert(err, qt.IsNil)
@@ -214,7 +160,7 @@ func TestBlankMasked(t *testing.T) {
 	c.Check(fs[0].Kind, qt.Equals, KindMDSuperblock)
 
 	// Headerless data right after the area is seen.
-	im.put(8192, []byte("dm-crypt"))
+	im.Put(8192, []byte("dm-crypt"))
 	fs, err = blankFindingsMasked(im, size, mask)
 	c.Assert(err, qt.IsNil)
 	c.Assert(fs, qt.HasLen, 1)
