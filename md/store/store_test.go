@@ -37,19 +37,27 @@ func testRecords(t testing.TB) *md.Records {
 	return &rs
 }
 
+// checkEmptyThenRoundTrip checks that the store s, never saved to,
+// loads as fs.ErrNotExist, then that it gives back want once saved. It
+// returns want.
+func checkEmptyThenRoundTrip(c *qt.C, s md.Store, want *md.Records) *md.Records {
+	c.Helper()
+	ctx := context.Background()
+	_, err := s.Load(ctx)
+	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
+	c.Assert(s.Save(ctx, want), qt.IsNil)
+	got, err := s.Load(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Assert(got, qt.DeepEquals, want)
+	return want
+}
+
 func TestFileRoundTrip(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "slots.json")
 	s := NewFile(p)
-	_, err := s.Load(ctx)
-	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
-
-	want := testRecords(t)
-	c.Assert(s.Save(ctx, want), qt.IsNil)
-	got, err := s.Load(ctx)
-	c.Assert(err, qt.IsNil)
-	c.Assert(got, qt.DeepEquals, want)
+	want := checkEmptyThenRoundTrip(c, s, testRecords(t))
 
 	// The file is readable JSON with the documented header.
 	b, err := os.ReadFile(p)
@@ -63,7 +71,7 @@ func TestFileRoundTrip(t *testing.T) {
 	// Whitespace does not matter: the checksum is over the canonical form.
 	var compact bytes.Buffer
 	c.Assert(json.Compact(&compact, b), qt.IsNil)
-	got, err = Decode(compact.Bytes(), "")
+	got, err := Decode(compact.Bytes(), "")
 	c.Assert(err, qt.IsNil)
 	c.Assert(got, qt.DeepEquals, want)
 
@@ -88,15 +96,9 @@ func TestMemory(t *testing.T) {
 	c := qt.New(t)
 	ctx := context.Background()
 	var s Memory
-	_, err := s.Load(ctx)
-	c.Assert(err, qt.ErrorIs, fs.ErrNotExist)
-	want := testRecords(t)
-	c.Assert(s.Save(ctx, want), qt.IsNil)
-	got, err := s.Load(ctx)
-	c.Assert(err, qt.IsNil)
-	c.Assert(got, qt.DeepEquals, want)
+	checkEmptyThenRoundTrip(c, &s, testRecords(t))
 	s.SetBytes(bytes.Replace(s.Bytes(), []byte("raid5"), []byte("raid6"), 1))
-	_, err = s.Load(ctx)
+	_, err := s.Load(ctx)
 	c.Assert(err, qt.ErrorIs, ErrCorrupt)
 }
 
