@@ -22,6 +22,12 @@
 // its decisions are reported once per slot and reason (HealStarted,
 // HealRefused, HealFailed, HealDeferred, Unfrozen).
 //
+// # Snapshots
+//
+// Options.Snapshot hands each snapshot the watcher takes (or the error
+// when it could not take one) to the caller, so that a daemon can serve
+// metrics from them (md/metrics.Latest) without reading sysfs again.
+//
 // # JSON
 //
 // An Event's JSON form is what mdctl watch --json prints, one object per

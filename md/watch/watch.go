@@ -46,6 +46,17 @@ type Options struct {
 	// returns is reported. A daemon can use it to signal readiness
 	// (sd_notify); tests use it instead of sleeping.
 	Ready func()
+	// Snapshot, when set, is called from the watcher's goroutine after
+	// each snapshot it takes (md.Manager.Discover), before the events
+	// of that snapshot are sent: with the Report and a nil error, or
+	// with a nil Report and the error when the snapshot could not be
+	// taken. The watcher never changes a Report after handing it over
+	// (records and heal leave it as it was), so the callee may keep it
+	// and read it from other goroutines; it must not change it, and it
+	// must return quickly, for the watch waits. A metrics endpoint
+	// serves the latest one (metrics.Latest.Set) instead of reading
+	// sysfs on every scrape.
+	Snapshot func(r *md.Report, err error)
 }
 
 func (o *Options) withDefaults() Options {
@@ -134,7 +145,13 @@ func (w *watcher) scan(ctx context.Context, ch chan<- Event) bool {
 				return false
 			}
 			w.o.Logger.Error("snapshot failed", "err", err)
+			if w.o.Snapshot != nil {
+				w.o.Snapshot(nil, err)
+			}
 			return true
+		}
+		if w.o.Snapshot != nil {
+			w.o.Snapshot(r, nil)
 		}
 		evs := diff(w.prev, r, w.o.Spares)
 		w.prev = r

@@ -230,3 +230,61 @@ func TestHealFailureReportedOnce(t *testing.T) {
 	c.Check(events[0].Type, qt.Equals, HealFailed)
 	c.Check(events[0].Reason, qt.Equals, d.Reason)
 }
+
+// snapshotCall is one call of Options.Snapshot.
+type snapshotCall struct {
+	r   *md.Report
+	err error
+}
+
+// TestWatchSnapshot: Options.Snapshot gets each snapshot before its
+// events are sent, and the error when a snapshot cannot be taken (here
+// the sysfs tree is moved away), then the next good one.
+func TestWatchSnapshot(t *testing.T) {
+	c := qt.New(t)
+	m, sys := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := make(chan snapshotCall, 1000)
+	ch, err := Start(ctx, m, &Options{
+		Rescan:   10 * time.Millisecond,
+		Mdstat:   filepath.Join(t.TempDir(), "no-mdstat"),
+		Store:    &store.Memory{},
+		Snapshot: func(r *md.Report, err error) { calls <- snapshotCall{r, err} },
+	})
+	c.Assert(err, qt.IsNil)
+	c.Check(next(t, ch).Type, qt.Equals, SlotRecorded)
+	select {
+	case s := <-calls:
+		c.Assert(s.err, qt.IsNil)
+		c.Assert(s.r, qt.Not(qt.IsNil))
+		c.Assert(s.r.Arrays, qt.HasLen, 1)
+		c.Check(s.r.Arrays[0].Device, qt.Equals, "md127")
+	default:
+		c.Fatal("the first event was sent before Snapshot was called")
+	}
+	// wait for one call matching ok, draining the others
+	wait := func(what string, ok func(snapshotCall) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-calls:
+				if ok(s) {
+					return
+				}
+			case <-ch:
+			case <-deadline:
+				t.Fatalf("no snapshot call with %s within 10s", what)
+			}
+		}
+	}
+	block := filepath.Join(sys, "block")
+	c.Assert(os.Rename(block, block+".away"), qt.IsNil)
+	wait("an error", func(s snapshotCall) bool { return s.err != nil && s.r == nil })
+	c.Assert(os.Rename(block+".away", block), qt.IsNil)
+	wait("a report", func(s snapshotCall) bool { return s.err == nil && s.r != nil && len(s.r.Arrays) == 1 })
+	cancel()
+	for range ch {
+	}
+}
