@@ -52,6 +52,12 @@
 // mdraid_array_sync_progress_ratio, under a name that is there only
 // while a scrub runs, not a rebuild.
 //
+// # Snapshots
+//
+// NewCollector with an *md.Manager reads sysfs on every scrape. A daemon
+// that takes snapshots anyway serves them instead with Latest, whose Set is
+// a watch.Options.Snapshot: mdctl watch --metrics-listen does so.
+//
 // # Untrusted labels
 //
 // Names, homehosts, serials and WWNs come from disks and their firmware,
