@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/metrics"
 	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/md/watch"
 )
@@ -25,6 +27,8 @@ type WatchCmd struct {
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
 	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
 	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
+
+	MetricsListen string `name:"metrics-listen" placeholder:"ADDR" help:"Serve the metrics of status --format=prometheus at http://ADDR/metrics, from the watcher's own snapshots. ADDR is HOST:PORT; a bare :PORT listens on loopback only (127.0.0.1 and ::1); 0.0.0.0:PORT or [::]:PORT listens on every address."`
 }
 
 // execTimeout bounds one run of the --exec program.
@@ -46,6 +50,24 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}
+	// The watch and the metrics server end together: on a signal, or
+	// when the server fails.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.MetricsListen != "" {
+		var latest metrics.Latest
+		opts.Snapshot = latest.Set
+		h, err := metricsHandler(ctx, &latest, logger)
+		if err != nil {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+		ls, err := listenMetrics(c.MetricsListen)
+		if err != nil {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+		served := serveMetrics(ctx, ls, h, logger, cancel)
+		defer func() { cancel(nil); <-served }()
+	}
 	events, err := watch.Start(ctx, m, opts)
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
@@ -63,6 +85,9 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		if c.Exec != "" {
 			runProgram(ctx, c.Exec, e, k.Stderr, logger)
 		}
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	return nil
 }
