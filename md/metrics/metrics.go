@@ -56,7 +56,9 @@
 //
 // NewCollector with an *md.Manager reads sysfs on every scrape. A daemon
 // that takes snapshots anyway serves them instead with Latest, whose Set is
-// a watch.Options.Snapshot: mdctl watch --metrics-listen does so.
+// a watch.Options.Snapshot: mdctl watch --metrics-listen does so. There
+// mdraid_scrape_error is 1, with no array series, before the first
+// snapshot and while the last one failed; a stale report is never served.
 //
 // # Untrusted labels
 //
