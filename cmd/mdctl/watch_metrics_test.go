@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -286,31 +287,33 @@ func waitGoroutines(t *testing.T, n int) {
 	}
 }
 
-// freePort returns a loopback port free at the time of the call.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	qt.Assert(t, err, qt.IsNil)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestWatchCLIMetrics runs mdctl watch --metrics-listen on a captured
 // system: the scrape shows its array from the watcher's snapshot; SIGINT
 // ends the watch and closes the port.
 func TestWatchCLIMetrics(t *testing.T) {
 	c := qt.New(t)
 	flags, _ := materialize(t, "boot-mirror")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	url := "http://" + addr + "/metrics"
 	var out, errOut syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(append(flags, "watch", "--json", "--rescan", "50ms", "--metrics-listen", addr), &out, &errOut, func(int) {})
+		// Port 0: the kernel picks a free one, and the log line names it.
+		done <- run(append(flags, "watch", "--json", "--rescan", "50ms", "--metrics-listen", "127.0.0.1:0"), &out, &errOut, func(int) {})
 	}()
+	logged := regexp.MustCompile(`"msg":"serving metrics","addr":"(http://(127\.0\.0\.1:[0-9]+)/metrics)"`)
+	deadline := time.Now().Add(10 * time.Second)
+	var url, addr string
+	for {
+		if m := logged.FindStringSubmatch(errOut.String()); m != nil {
+			url, addr = m[1], m[2]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"serving metrics\" line; stderr %q", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
 	var body string
 	for {
 		if resp, err := client.Get(url); err == nil {
@@ -327,7 +330,6 @@ func TestWatchCLIMetrics(t *testing.T) {
 	}
 	c.Check(parseMetrics(body), qt.IsNil)
 	c.Check(body, qt.Contains, `mdraid_array_info{device="md127"`)
-	c.Check(errOut.String(), qt.Contains, `"msg":"serving metrics","addr":"`+url+`"`)
 	client.CloseIdleConnections()
 	c.Assert(syscall.Kill(os.Getpid(), syscall.SIGINT), qt.IsNil)
 	select {
