@@ -32,19 +32,16 @@ type CheckCmd struct {
 
 // Help is the command's exit codes, shown by --help.
 func (c *CheckCmd) Help() string {
-	return `Exit codes: 0 checked without mismatches, a repair completed, started (without --wait/--duration), or nothing to continue; 1 a check found mismatches; 2 refused (nothing written); 3 failed.
+	return exitHelp("check") + `
 
 Mismatches are counted in 512-byte sectors of the regions that differ. On raid1/raid10 they can be harmless (swap, writes in flight); on raid5/raid6 they are a real inconsistency to investigate.`
 }
-
-// Exit code of a check that found mismatches.
-const exitMismatches = 1
 
 // Run checks the arrays and reports per array; the exit code is the
 // worst: 3 failed, 2 refused, 1 mismatches, 0 otherwise.
 func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.All == (len(c.Arrays) > 0) {
-		return &exitError{code: exitFailure, msg: "name the arrays to check, or --all"}
+		return &exitError{code: exitUsage, msg: "name the arrays to check, or --all"}
 	}
 	req := md.CheckRequest{Arrays: c.Arrays, All: c.All, Repair: c.Repair, Duration: c.Duration, Wait: c.Wait, Cancel: c.Cancel, Continue: c.Continue}
 	if c.Store != "" {

@@ -24,9 +24,8 @@ type HealCmd struct {
 }
 
 // Run makes one heal pass and prints every decision with its reason.
-// Exit codes: 0 the pass ran (whatever it decided), 1 the system could not
-// be read, 2 refused: the records are missing or cannot be trusted, or
-// --array names no array (nothing was done), 3 adding a disk failed.
+// Its exit codes are exitTable's "heal": a refused decision exits 2, as
+// a refusal does everywhere, once every decision is printed.
 func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	ds, err := m.Heal(ctx, md.HealOptions{
 		Store:  store.NewFile(c.Store),
@@ -51,10 +50,17 @@ func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 	} else {
 		printDecisions(k.Stdout, ds)
 	}
+	refused := 0
 	for _, d := range ds {
-		if d.Outcome == md.OutcomeFailed {
+		switch d.Outcome {
+		case md.OutcomeFailed:
 			return &exitError{code: exitPartial, msg: fmt.Sprintf("%s: healing slot %d failed: %s", d.Array, d.Slot, d.Reason)}
+		case md.OutcomeRefused:
+			refused++
 		}
+	}
+	if refused > 0 {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d decisions refused (nothing written for them)", refused, len(ds))}
 	}
 	return nil
 }

@@ -39,12 +39,14 @@ func TestHealCLI(t *testing.T) {
 	store := degradedStore(t, flags)
 	run := t.TempDir()
 
+	// A refused slot is a refusal: exit 2, after every decision.
 	code, out, errOut := runCLI(t, append(flags, "heal", "--store", store, "--run-dir", run)...)
-	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(code, qt.Equals, exitRefused, qt.Commentf("stderr: %s", errOut))
+	c.Assert(errOut, qt.Contains, "1 of 1 decisions refused (nothing written for them)")
 	c.Assert(out, qt.Equals, "md0 slot 1 (pci-0000:00:11.0): refused: md: no disk in the recorded port: nothing in pci-0000:00:11.0\n")
 
 	code, out, _ = runCLI(t, append(flags, "heal", "--store", store, "--run-dir", run, "--json", "--dry-run", "--array", "md0")...)
-	c.Assert(code, qt.Equals, 0)
+	c.Assert(code, qt.Equals, exitRefused)
 	var ds []map[string]any
 	c.Assert(json.Unmarshal([]byte(out), &ds), qt.IsNil)
 	c.Assert(ds, qt.HasLen, 1)

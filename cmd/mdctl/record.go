@@ -48,6 +48,9 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	switch {
 	case res.Records == nil && (errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrVersion)):
 		return &exitError{code: exitRefused, msg: err.Error() + " (not overwritten; move it away to start afresh)"}
+	case errors.Is(err, md.ErrNoArray) || errors.Is(err, md.ErrAmbiguous):
+		// As every command that names an array: a refusal.
+		return &exitError{code: exitRefused, msg: err.Error() + " (nothing recorded)"}
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}

@@ -15,14 +15,6 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// Exit codes of replace, fail, remove and run.
-const (
-	exitOK      = 0
-	exitFailure = 1 // could not read the system, bad arguments
-	exitRefused = 2 // refused: nothing was written
-	exitPartial = 3 // failed after changing something: see the message
-)
-
 // ReplaceCmd is `mdctl replace`.
 type ReplaceCmd struct {
 	Array  string `arg:"" predictor:"array" help:"The array (md127, /dev/md127, /dev/md/boot or a name)."`

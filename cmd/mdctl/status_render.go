@@ -18,14 +18,6 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// Exit codes of mdctl status, as mdadm --detail --test defines them.
-const (
-	exitHealthy    = 0
-	exitDegraded   = 1
-	exitFailed     = 2
-	exitUnreadable = 4
-)
-
 // statusExitCode is the worst condition among the arrays: 4 when the
 // report or an array's state could not be read, else 2 when an array is
 // failed or cannot run (inactive), else 1 when one is degraded, else 0.

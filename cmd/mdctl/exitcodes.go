@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Exit codes. Their meaning per command is exitTable, the one source of
+// the table each command's --help shows and the README prints (a test
+// pins the README's copy to it).
+const (
+	exitOK      = 0
+	exitFailure = 1 // could not read the system
+	exitRefused = 2 // refused: nothing was written
+	exitPartial = 3 // failed after changing something: see the message
+
+	// Exit codes of mdctl status, as mdadm --detail --test defines them.
+	exitHealthy    = 0
+	exitDegraded   = 1
+	exitFailed     = 2
+	exitUnreadable = 4
+
+	// exitMismatches is the exit code of a check that found mismatches.
+	exitMismatches = 1
+
+	// exitUsage is the exit code of a command line that does not parse
+	// (an unknown command or flag, a bad value, a missing argument) or
+	// whose flags contradict each other, for every command: kong's own
+	// code, distinct from every answer above.
+	exitUsage = 80
+)
+
+// exitRow is what one exit code means for the commands of an exitGroup.
+type exitRow struct {
+	code    int
+	meaning string
+}
+
+// exitGroup is the exit codes shared by some commands.
+type exitGroup struct {
+	commands []string
+	rows     []exitRow
+}
+
+// noSuchArray is how every command that names an array treats a name
+// that matches no array (or several): for the commands that change
+// something it is a refusal, nothing written.
+const noSuchArray = "no such array (or a name matching several)"
+
+// exitTable is every command's exit codes, in the order the README lists
+// them. The usage error (exitUsage) applies to every command and is the
+// table's last line.
+var exitTable = []exitGroup{
+	{[]string{"status"}, []exitRow{
+		{exitHealthy, "every array is healthy (and always with --format=prometheus once metrics are printed)"},
+		{exitDegraded, "an array is degraded"},
+		{exitFailed, "an array is failed or inactive"},
+		{exitUnreadable, "the status could not be read: " + noSuchArray + ", or an array state that is unreadable or unknown"},
+	}},
+	{[]string{"examine"}, []exitRow{
+		{0, "every device has a valid superblock"},
+		{1, "a superblock is damaged (checksum, location, values the kernel refuses)"},
+		{2, "a device has no md superblock"},
+		{3, "a device could not be opened or read"},
+	}},
+	{[]string{"replace", "fail", "remove", "run"}, []exitRow{
+		{exitOK, "done, already so, or the dry run's checks passed"},
+		{exitFailure, "the system could not be read"},
+		{exitRefused, "refused, nothing written: " + noSuchArray + ", a planner refusal, a held lock, an unsafe run directory"},
+		{exitPartial, "failed after changing something: the message says exactly what"},
+	}},
+	{[]string{"record"}, []exitRow{
+		{exitOK, "recorded and saved"},
+		{exitFailure, "the system could not be read or the store not saved"},
+		{exitRefused, "refused: the store exists but cannot be trusted (not overwritten), or a named array was not recorded (" + noSuchArray + ", not healthy)"},
+	}},
+	{[]string{"heal"}, []exitRow{
+		{exitOK, "the pass ran and refused nothing (healed, would heal, or nothing to do)"},
+		{exitFailure, "the system could not be read"},
+		{exitRefused, "refused: the records are missing or cannot be trusted, " + noSuchArray + ", or a slot was refused (nothing written to it; each line says what was done)"},
+		{exitPartial, "adding a disk failed"},
+	}},
+	{[]string{"check"}, []exitRow{
+		{exitOK, "checked without mismatches, a repair completed, started (without --wait/--duration), or nothing to continue"},
+		{exitMismatches, "a check found mismatches"},
+		{exitRefused, "refused, nothing written: " + noSuchArray + ", an array that cannot be checked, an untrusted store"},
+		{exitPartial, "failed"},
+	}},
+	{[]string{"watch"}, []exitRow{
+		{exitOK, "stopped by SIGINT or SIGTERM"},
+		{exitFailure, "the system could not be read or watched"},
+	}},
+}
+
+// usageRow is the usage error's line, the same for every command.
+var usageRow = exitRow{exitUsage, "usage error: the command line does not parse, or its flags contradict each other"}
+
+// exitCodesOf is the rows of command (nil for a command without its own).
+func exitCodesOf(command string) []exitRow {
+	for _, g := range exitTable {
+		for _, c := range g.commands {
+			if c == command {
+				return g.rows
+			}
+		}
+	}
+	return nil
+}
+
+// exitHelp is the exit-code paragraph of command's --help.
+func exitHelp(command string) string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, r := range append(exitCodesOf(command), usageRow) {
+		fmt.Fprintf(&b, "  %-3d %s\n", r.code, r.meaning)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// exitMarkdown is the README's exit-code table.
+func exitMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Command | Code | Meaning |\n|---|---|---|\n")
+	for _, g := range exitTable {
+		names := make([]string, len(g.commands))
+		for i, c := range g.commands {
+			names[i] = "`" + c + "`"
+		}
+		for i, r := range g.rows {
+			cmd := ""
+			if i == 0 {
+				cmd = strings.Join(names, ", ")
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s |\n", cmd, r.code, r.meaning)
+		}
+	}
+	fmt.Fprintf(&b, "| every command | %d | %s |\n", usageRow.code, usageRow.meaning)
+	return b.String()
+}
+
+// Help is the command's exit codes, shown by --help.
+func (c *StatusCmd) Help() string { return exitHelp("status") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *ExamineCmd) Help() string { return exitHelp("examine") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *ReplaceCmd) Help() string { return exitHelp("replace") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *FailCmd) Help() string { return exitHelp("fail") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *RemoveCmd) Help() string { return exitHelp("remove") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *RunCmd) Help() string { return exitHelp("run") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *RecordCmd) Help() string { return exitHelp("record") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *HealCmd) Help() string { return exitHelp("heal") }
+
+// Help is the command's exit codes, shown by --help.
+func (c *WatchCmd) Help() string { return exitHelp("watch") }
