@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -156,11 +157,25 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 	ctx.Bind(zone)
 	// One Manager, built only for the commands that take one (examine
 	// and completion read no system and take any --sysfs).
-	if err := ctx.BindSingletonProvider(func() (*md.Manager, error) {
-		return openManager(ctx, &cli.Globals, now)
-	}); err != nil {
+	var (
+		once   sync.Once
+		mgr    *md.Manager
+		mgrErr error
+	)
+	open := func() (*md.Manager, error) {
+		once.Do(func() { mgr, mgrErr = openManager(ctx, &cli.Globals, now) })
+		return mgr, mgrErr
+	}
+	if err := ctx.BindSingletonProvider(open); err != nil {
 		panic(err) // a malformed provider: a programming error
 	}
+	// status opens it itself: it reports a system it cannot open in
+	// its own format.
+	ctx.Bind(openFunc(open))
+	if now == nil {
+		now = time.Now
+	}
+	ctx.Bind(clock(now))
 	err = ctx.Run(&cli.Globals)
 	var q *quietExit
 	if errors.As(err, &q) {
@@ -177,6 +192,13 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 	}
 	return 0
 }
+
+// openFunc opens the one Manager (main's provider), for the commands
+// that handle its failure themselves.
+type openFunc func() (*md.Manager, error)
+
+// clock is the clock that dates reports (md.Config.Now).
+type clock func() time.Time
 
 // openManager builds the Manager from the global flags. A system that
 // cannot be opened exits 1, or 4 for status (as mdadm --detail --test).

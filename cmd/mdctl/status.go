@@ -23,13 +23,23 @@ type StatusCmd struct {
 
 // Run prints the status and exits as mdadm --detail --test does: 0 when
 // every array is healthy, 1 when one is degraded, 2 when one is failed or
-// cannot run, 4 when the status could not be read.
-func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	r, err := m.DiscoverNames(ctx, c.Arrays...)
-	if err != nil {
-		return &exitError{code: exitUnreadable, msg: err.Error()}
+// cannot run, 4 when the status could not be read (exitTable). Machine
+// output is always printed: --json prints a document with its error set
+// when nothing could be read, and --format=prometheus the scrape-error
+// series; --format=prometheus exits 0 whenever it printed metrics, so
+// that a textfile collector's file keeps being replaced while an array
+// is degraded.
+func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now clock) error {
+	format := c.Format
+	if c.JSON {
+		format = "json"
 	}
-	if c.Store != "" {
+	var r *md.Report
+	m, err := open()
+	if err == nil {
+		r, err = m.DiscoverNames(ctx, c.Arrays...)
+	}
+	if err == nil && c.Store != "" {
 		// The health report does not depend on the store: one that
 		// cannot be read is said so, and the rest is shown.
 		rs, err := store.NewFile(c.Store).Load(ctx)
@@ -39,18 +49,23 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 			r.AddChecks(rs)
 		}
 	}
-	format := c.Format
-	if c.JSON {
-		format = "json"
+	readErr := err
+	err = nil
+	if readErr != nil {
+		if format == "text" {
+			return &exitError{code: exitUnreadable, msg: readErr.Error()}
+		}
+		r = &md.Report{Version: md.SchemaVersion, Time: now().UTC(), Arrays: []md.Array{}, Error: escape.Lines(readErr.Error())}
 	}
 	out := bufio.NewWriter(k.Stdout) // one write, not one per line
+	var warn error
 	switch format {
 	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
 	case "prometheus":
-		err = renderPrometheus(out, r)
+		warn = renderMetrics(out, r, readErr)
 	default:
 		err = renderText(out, r)
 	}
@@ -59,6 +74,20 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	}
 	if err != nil {
 		return err
+	}
+	switch {
+	case format == "prometheus":
+		// Printed: the metrics (mdraid_scrape_error among them) say
+		// what is wrong.
+		if readErr != nil {
+			warn = readErr
+		}
+		if warn != nil {
+			fmt.Fprintf(k.Stderr, "mdctl: warning: %s\n", escape.Lines(warn.Error()))
+		}
+		return nil
+	case readErr != nil:
+		return &exitError{code: exitUnreadable, msg: readErr.Error()}
 	}
 	if code := statusExitCode(r, nil); code != exitHealthy {
 		return &quietExit{code}

@@ -240,15 +240,25 @@ func syncLine(a *md.Array) string {
 
 // reportSource serves one report already taken to the metrics collector,
 // so that text, JSON and metrics agree.
-type reportSource struct{ r *md.Report }
+// With err set (the report could not be taken) it serves that error:
+// the collector then gives the scrape-error series.
+type reportSource struct {
+	r   *md.Report
+	err error
+}
 
-func (s reportSource) Discover(context.Context) (*md.Report, error) { return s.r, nil }
+func (s reportSource) Discover(context.Context) (*md.Report, error) { return s.r, s.err }
 
 // renderPrometheus writes the report in the Prometheus text format through
-// the client library.
-func renderPrometheus(w io.Writer, r *md.Report) error {
+// the client library. An error returned after the metrics were written
+// says which were left out.
+func renderPrometheus(w io.Writer, r *md.Report) error { return renderMetrics(w, r, nil) }
+
+// renderMetrics is renderPrometheus; readErr is why no report could be
+// taken, and then only the scrape-error series is written.
+func renderMetrics(w io.Writer, r *md.Report, readErr error) error {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(metrics.NewCollector(context.Background(), reportSource{r})); err != nil {
+	if err := reg.Register(metrics.NewCollector(context.Background(), reportSource{r, readErr})); err != nil {
 		return err
 	}
 	// Gather returns what it could gather together with an error: the

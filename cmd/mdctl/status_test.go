@@ -42,8 +42,10 @@ func TestStatusOnRealCaptures(t *testing.T) {
 			c.Assert(r.Arrays, qt.HasLen, 1)
 			c.Check(r.Version, qt.Equals, md.SchemaVersion)
 
+			// Metrics exit 0 once printed: a textfile collector's
+			// file keeps being replaced while an array is degraded.
 			code, out, _ = runCLI(t, append([]string{"status", "--format=prometheus", fc.Info.Array}, roots...)...)
-			c.Check(code, qt.Equals, want)
+			c.Check(code, qt.Equals, exitHealthy)
 			p := expfmt.NewTextParser(model.UTF8Validation)
 			mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
 			c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
@@ -101,4 +103,48 @@ func TestStatusErrors(t *testing.T) {
 	code, _, errOut = runCLI(t, "status", "--sysfs", sys, "--dev", dev, "md99")
 	c.Check(code, qt.Equals, 4)
 	c.Check(errOut, qt.Contains, "no such array")
+}
+
+// TestStatusMachineOutputUnreadable: when nothing can be read, --json
+// still prints a document with its error set (exit 4), and
+// --format=prometheus the scrape-error series (exit 0: metrics printed).
+func TestStatusMachineOutputUnreadable(t *testing.T) {
+	flags, _ := materialize(t, "raid1-v1.2")
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"no sysfs", []string{"--sysfs", filepath.Join(empty, "nonexistent"), "--dev", empty}},
+		{"no arrays directory", []string{"--sysfs", empty, "--dev", empty}},
+		{"no such array", append([]string{"nope"}, flags...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			code, out, errOut := runCLI(t, append([]string{"status", "--json"}, tt.args...)...)
+			c.Check(code, qt.Equals, exitUnreadable)
+			c.Check(errOut, qt.Contains, "mdctl: error: ")
+			var r md.Report
+			c.Assert(json.Unmarshal([]byte(out), &r), qt.IsNil, qt.Commentf("%q", out))
+			c.Check(r.Version, qt.Equals, md.SchemaVersion)
+			c.Check(r.Error, qt.Not(qt.Equals), "")
+			c.Check(r.Arrays, qt.DeepEquals, []md.Array{})
+			c.Check(out, qt.Contains, `"arrays": []`)
+
+			code, out, errOut = runCLI(t, append([]string{"status", "--format=prometheus"}, tt.args...)...)
+			c.Check(code, qt.Equals, exitHealthy)
+			c.Check(errOut, qt.Contains, "mdctl: warning: ")
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
+			c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
+			c.Assert(mfs["mdraid_scrape_error"], qt.Not(qt.IsNil), qt.Commentf("%s", out))
+			c.Check(mfs["mdraid_scrape_error"].GetMetric()[0].GetGauge().GetValue(), qt.Equals, float64(1))
+
+			// Text says it on stderr only.
+			code, out, _ = runCLI(t, append([]string{"status"}, tt.args...)...)
+			c.Check(code, qt.Equals, exitUnreadable)
+			c.Check(out, qt.Equals, "")
+		})
+	}
 }

@@ -26,7 +26,7 @@
 //	mdraid_member_events{device,member,slot,by_path}  superblock events
 //	mdraid_member_bad_blocks{device,member,slot,by_path}
 //	mdraid_array_errors{device}                        1 when part of the array could not be read
-//	mdraid_scrape_error                                1 when the array list could not be read
+//	mdraid_scrape_error                                1 when the array list (or an array asked for) could not be read
 //	mdraid_collect_errors                              metrics of this scrape that could not be built
 //
 // slot is the slot number, or "none" for spares and unslotted faulty
