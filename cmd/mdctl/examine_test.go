@@ -79,7 +79,7 @@ func TestExamineMatchesMdadm(t *testing.T) {
 			path := superblocktest.WriteFile(t, img, filepath.Join(t.TempDir(), "member"))
 			// No sysfs: the device numbers of the capture's system mean
 			// nothing here (TestExamine090DeviceColumn has them).
-			out, stderr, code := mdctl(t, "examine", "--sysfs", t.TempDir(), path)
+			out, stderr, code := mdctl(t, "examine", "--sysfs", t.TempDir(), "--dev", t.TempDir(), path)
 			c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", stderr))
 			want := localTo.ReplaceAllString(img.Examine, "")
 			want = devName.ReplaceAllString(want, "$1$2")

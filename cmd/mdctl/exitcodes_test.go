@@ -61,10 +61,16 @@ func TestExitUsage(t *testing.T) {
 		{"status", "--format=xml"},
 		{"replace", "md0"},
 		{"check"},
+		// A capture's sysfs with this host's /dev would mix them.
+		{"status", "--sysfs", t.TempDir()},
+		{"--sysfs", t.TempDir(), "examine", "/dev/null"},
 	} {
 		code, _, errOut := runCLI(t, args...)
 		qt.Check(t, code, qt.Equals, exitUsage, qt.Commentf("%q: %s", args, errOut))
 	}
+	code, _, errOut := runCLI(t, "status", "--sysfs", t.TempDir())
+	qt.Check(t, code, qt.Equals, exitUsage)
+	qt.Check(t, errOut, qt.Equals, "mdctl: error: --sysfs needs --dev: the device directory that goes with that sysfs (--dev /dev for this host's)\n")
 }
 
 // TestExitHelp: each command's --help shows its rows of exitTable and

@@ -26,7 +26,7 @@ import (
 
 // Globals are the flags every command takes.
 type Globals struct {
-	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted."`
+	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted (a capture's; needs --dev)."`
 	Dev     string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
 	RunDir  string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
 	Version kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`
@@ -144,6 +144,10 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 		parser.FatalIfErrorf(err)
 		return 1 // exit was replaced (tests) and returned
 	}
+	if err := checkRoots(ctx); err != nil {
+		fmt.Fprintf(stderr, "mdctl: error: %v\n", err)
+		return exitUsage
+	}
 	// One context for every command: SIGINT or SIGTERM cancels it, and
 	// a second signal ends mdctl as it did before.
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -191,6 +195,28 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 		return 1
 	}
 	return 0
+}
+
+// checkRoots refuses --sysfs without --dev (a usage error): a capture's
+// sysfs read with this host's /dev would name the host's disks as the
+// capture's members.
+func checkRoots(ctx *kong.Context) error {
+	var sys, dev bool
+	for _, p := range ctx.Path {
+		if p.Flag == nil {
+			continue
+		}
+		switch p.Flag.Name {
+		case "sysfs":
+			sys = true
+		case "dev":
+			dev = true
+		}
+	}
+	if sys && !dev {
+		return errors.New("--sysfs needs --dev: the device directory that goes with that sysfs (--dev /dev for this host's)")
+	}
+	return nil
 }
 
 // openFunc opens the one Manager (main's provider), for the commands

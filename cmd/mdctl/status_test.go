@@ -95,7 +95,7 @@ func TestStatusExitCodes(t *testing.T) {
 
 func TestStatusErrors(t *testing.T) {
 	c := qt.New(t)
-	code, _, errOut := runCLI(t, "status", "--sysfs", filepath.Join(t.TempDir(), "missing"))
+	code, _, errOut := runCLI(t, "status", "--sysfs", filepath.Join(t.TempDir(), "missing"), "--dev", t.TempDir())
 	c.Check(code, qt.Equals, 4)
 	c.Check(errOut, qt.Contains, "missing")
 
