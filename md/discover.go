@@ -161,14 +161,16 @@ type snapshot struct {
 	level     sysfs.Level
 	metadata  sysfs.MetadataVersion
 	raidDisks int
-	layout    int64
-	chunk     int64
-	component uint64 // KiB
-	size      uint64 // sectors
-	degraded  *uint64
-	action    sysfs.SyncAction
-	progress  sysfs.Progress
-	speed     sysfs.Optional[uint64]
+	// raidDisksBad: raid_disks could not be read or parsed.
+	raidDisksBad bool
+	layout       int64
+	chunk        int64
+	component    uint64 // KiB
+	size         uint64 // sectors
+	degraded     *uint64
+	action       sysfs.SyncAction
+	progress     sysfs.Progress
+	speed        sysfs.Optional[uint64]
 	// mismatch is mismatch_cnt, nil when the array has none.
 	mismatch *uint64
 	// lastAction is last_sync_action in today's words (lastSyncAction),
@@ -247,6 +249,7 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 		}
 	} else {
 		s.note("raid_disks", err)
+		s.raidDisksBad = true
 	}
 	if l, err := a.Layout(); err == nil {
 		s.layout = l.Current

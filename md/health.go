@@ -8,7 +8,8 @@ package md
 type Availability string
 
 // Availability values, in the JSON form. When several apply, the first in
-// this order is reported: inactive, failed, degraded, read-only, online.
+// this order is reported: unknown, inactive, failed, degraded, read-only,
+// online.
 const (
 	// Online is a running array with every slot in sync.
 	Online Availability = "online"
@@ -24,6 +25,10 @@ const (
 	// ReadOnly is a running, complete array that is read-only or
 	// auto-read-only.
 	ReadOnly Availability = "read-only"
+	// Unknown is an array whose health cannot be told: its array_state
+	// holds a value this package does not know, or a running array's
+	// raid_disks could not be read. Array.Readable is false for it.
+	Unknown Availability = "unknown"
 )
 
 // Redundancy says how many more member failures an array can take.

@@ -152,6 +152,14 @@ func derive(s *snapshot) derived {
 		d.raidDisks = 0
 	}
 
+	if s.state != "" && !s.state.Known() {
+		v := string(s.state)
+		if len(v) > 64 {
+			v = fmt.Sprintf("%s… (%d bytes)", v[:64], len(v))
+		}
+		d.errs = append(d.errs, "array_state: unknown value: "+v)
+	}
+
 	// An array runs when a personality is bound: the level is a name (a
 	// bare number means assembled but not started), and the state says so.
 	// A level word we do not know yet still counts as a personality.
@@ -212,9 +220,12 @@ func (s *snapshot) asBuilt() *snapshot {
 }
 
 // classify decides availability and redundancy. Order of precedence:
-// inactive, failed, degraded, read-only, online.
+// unknown, inactive, failed, degraded, read-only, online.
 func classify(s *snapshot, running bool, level string, inSync []bool, degraded int) (Availability, Redundancy) {
 	switch {
+	case s.state != "" && !s.state.Known(), running && s.raidDisksBad:
+		// What the kernel says cannot be read as a health: no guess.
+		return Unknown, NoRedundancy
 	case !running:
 		return Inactive, NoRedundancy
 	case s.state == sysfs.StateBroken || !survives(level, s.layout, inSync):

@@ -43,8 +43,12 @@ func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, 
 // it could not (the array vanished, or array_state did not answer), State
 // is empty, Errors says why, and Availability (Inactive then) says
 // nothing about the array: a caller must not take it for stopped.
+//
+// It is false as well when the state was read but says nothing this
+// package can classify (Availability Unknown: an unknown array_state, an
+// unreadable raid_disks).
 func (a *Array) Readable() bool {
-	return a.State != "" || len(a.Errors) == 0
+	return (a.State != "" || len(a.Errors) == 0) && a.Availability != Unknown
 }
 
 // RecordOptions configures Manager.Record.

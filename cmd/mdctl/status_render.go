@@ -72,6 +72,15 @@ func bar(percent float64, width int) string {
 	return "[" + strings.Repeat("=", done) + ">" + strings.Repeat(".", width-done-1) + "]"
 }
 
+// short is s cut to 64 bytes, saying how long it was: a sysfs value
+// can be a page of garbage.
+func short(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:64], len(s))
+}
+
 // dash is s escaped for text output, or "-" when s is empty.
 func dash(s string) string {
 	if s == "" {
@@ -112,7 +121,7 @@ func renderArray(w io.Writer, a *md.Array) {
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(a.Level), dash(a.Metadata), dash(a.UUID))
-	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(a.State))
+	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(short(a.State)))
 	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
 		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
 	tw.Flush()

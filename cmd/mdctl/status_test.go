@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,6 +146,51 @@ func TestStatusMachineOutputUnreadable(t *testing.T) {
 			code, out, _ = runCLI(t, append([]string{"status"}, tt.args...)...)
 			c.Check(code, qt.Equals, exitUnreadable)
 			c.Check(out, qt.Equals, "")
+		})
+	}
+}
+
+// TestStatusUnknownValues: a real capture with one sysfs attribute
+// changed to a value mdctl does not know shows the array as unknown with
+// a warning, escaped, and exits 4 (as unreadable), in every format but
+// the metrics (exit 0 once printed).
+func TestStatusUnknownValues(t *testing.T) {
+	garbage := strings.Repeat("\x1b[31mX\x07", 375) // 3,000 bytes
+	tests := []struct {
+		name, fixture, attr, value string
+	}{
+		{"bananas", "raid1-v1.2", "array_state", "bananas"},
+		{"garbage state", "raid1-v1.2", "array_state", garbage},
+		{"raid_disks xyz", "raid1-v1.2", "raid_disks", "xyz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			fc := fixture.Named(t, tt.fixture)
+			sys, dev := fc.System(t)
+			path := filepath.Join(sys, "block", fc.Info.Array, "md", tt.attr)
+			_, err := os.Stat(path)
+			c.Assert(err, qt.IsNil)
+			c.Assert(os.WriteFile(path, []byte(tt.value+"\n"), 0o644), qt.IsNil)
+			roots := []string{"--sysfs", sys, "--dev", dev}
+
+			code, out, errOut := runCLI(t, append([]string{"status"}, roots...)...)
+			c.Check(code, qt.Equals, exitUnreadable, qt.Commentf("stdout:\n%s\nstderr:\n%s", out, errOut))
+			c.Check(out, qt.Contains, "health: UNKNOWN")
+			c.Check(out, qt.Not(qt.Contains), "ONLINE")
+			c.Check(out, qt.Contains, "  error: "+tt.attr+": ")
+			c.Check(strings.ContainsAny(out, "\x1b\x07"), qt.IsFalse)
+			c.Check(len(out) < 2000, qt.IsTrue, qt.Commentf("%d bytes:\n%s", len(out), out))
+
+			code, out, _ = runCLI(t, append([]string{"status", "--json"}, roots...)...)
+			c.Check(code, qt.Equals, exitUnreadable)
+			var r md.Report
+			c.Assert(json.Unmarshal([]byte(out), &r), qt.IsNil)
+			c.Check(r.Arrays[0].Availability, qt.Equals, md.Unknown)
+			c.Check(r.Arrays[0].Readable(), qt.IsFalse)
+
+			code, _, _ = runCLI(t, append([]string{"status", "--format=prometheus"}, roots...)...)
+			c.Check(code, qt.Equals, exitHealthy)
 		})
 	}
 }
