@@ -194,3 +194,17 @@ func TestStatusUnknownValues(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusByUUID: status takes one array by device, name or UUID, in
+// mdadm's 8:8:8:8 form as well as the canonical one.
+func TestStatusByUUID(t *testing.T) {
+	flags, _ := materialize(t, "raid1-v1.2")
+	for _, name := range []string{"md0", "vmtest:0", "0", "a0916a09:5d11e029:f9a1a21c:8170c28d", "a0916a09-5d11-e029-f9a1-a21c8170c28d", "A0916A09:5D11E029:F9A1A21C:8170C28D"} {
+		code, out, errOut := runCLI(t, append([]string{"status", "--json", name}, flags...)...)
+		qt.Check(t, code, qt.Equals, exitHealthy, qt.Commentf("%s: %s", name, errOut))
+		var r md.Report
+		qt.Assert(t, json.Unmarshal([]byte(out), &r), qt.IsNil)
+		qt.Check(t, r.Arrays, qt.HasLen, 1)
+		qt.Check(t, r.Arrays[0].Device, qt.Equals, "md0", qt.Commentf("%s", name))
+	}
+}
