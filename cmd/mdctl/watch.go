@@ -38,7 +38,7 @@ const execTimeout = time.Minute
 // per line; the watcher's log (decisions, errors) goes to stderr.
 func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.Heal && c.Store == "" {
-		return &exitError{code: exitFailure, msg: "--heal needs --store"}
+		return &exitError{code: exitUsage, msg: "--heal needs --store"}
 	}
 	var logger *slog.Logger
 	if c.JSON {

@@ -85,6 +85,6 @@ func fileHas(p, s string) bool {
 func TestWatchCLIHealNeedsStore(t *testing.T) {
 	flags, _ := materialize(t, "boot-mirror")
 	code, _, errOut := runCLI(t, append(flags, "watch", "--heal")...)
-	qt.Assert(t, code, qt.Equals, exitFailure)
+	qt.Assert(t, code, qt.Equals, exitUsage) // contradicting flags: a usage error
 	qt.Assert(t, errOut, qt.Contains, "--heal needs --store")
 }
