@@ -396,6 +396,11 @@ func TestVMCheckRefusals(t *testing.T) {
 				// still runs when mdctl looks.
 				guest.WriteAttr(c, name, "sync_speed_max", "1000")
 				guest.WriteAttr(c, name, "sync_action", "check")
+				// The write only requests it: the sync thread sets
+				// last_sync_action when it starts (6.1 reads "none"
+				// until then). Wait for it, so mdctl meets a check
+				// that runs.
+				guest.WaitAttr(c, name, "last_sync_action", "check", guest.SyncTimeout)
 			},
 			want:   map[string]string{"sync_action": "check", "last_sync_action": "check"},
 			moving: []string{"sync_completed"}},
