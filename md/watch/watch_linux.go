@@ -193,8 +193,9 @@ func (p *pollSet) drop(fd int) {
 
 // wait blocks until the kernel notifies a change, the rescan interval
 // passes, or stop is signalled; it re-arms every notified file. It
-// reports false when the watch must stop.
-func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) bool {
+// reports whether a file was notified (woke), and ok false when the watch
+// must stop.
+func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) (woke, ok bool) {
 	evs := make([]unix.EpollEvent, 64)
 	ms := int(timeout / time.Millisecond)
 	for {
@@ -204,13 +205,13 @@ func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) bool {
 		}
 		if err != nil {
 			log.Error("epoll_wait", "err", err)
-			return false
+			return false, false
 		}
 		for _, ev := range evs[:n] {
 			fd := int(ev.Fd)
 			switch fd {
 			case p.stopfd:
-				return false
+				return false, false
 			case p.uevent:
 				p.drainUevents()
 			case p.mdstat:
@@ -225,7 +226,7 @@ func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) bool {
 				}
 			}
 		}
-		return true
+		return n > 0, true
 	}
 }
 
@@ -269,6 +270,15 @@ func (p *pollSet) close() {
 	}
 }
 
+// settleGap is how soon the watcher looks again after a scan that a
+// notification woke. The kernel notifies before it has finished some
+// changes: removing a member (mdadm --remove, HOT_REMOVE_DISK) signals
+// /proc/mdstat while the member's dev-* directory is still there, and it
+// goes only when the array's lock is released, with no notification of
+// its own; without a second look the removal would wait for the periodic
+// rescan (seen on 6.12 in the VM suite).
+const settleGap = 250 * time.Millisecond
+
 // minScanGap keeps a storm of notifications (array_state flips between
 // clean and active on every burst of writes) from turning into a busy
 // loop of snapshots.
@@ -282,6 +292,7 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 	stop := context.AfterFunc(ctx, w.sys.stop)
 	defer stop()
 	var last time.Time
+	settle := false // the last scan was woken: look again after settleGap
 	ready := w.o.Ready
 	for {
 		if d := time.Since(last); d < minScanGap {
@@ -296,8 +307,14 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			ready()
 			ready = nil
 		}
-		if !w.sys.wait(w.o.Rescan, w.o.Logger) || ctx.Err() != nil {
+		timeout := w.o.Rescan
+		if settle {
+			timeout = min(timeout, settleGap)
+		}
+		woke, ok := w.sys.wait(timeout, w.o.Logger)
+		if !ok || ctx.Err() != nil {
 			return
 		}
+		settle = woke
 	}
 }
