@@ -46,3 +46,16 @@ func StatBlockDevice(path string) (BlockDevice, error) {
 func LogicalBlockSize(f *os.File) (int64, error) {
 	return logicalBlockSize(f)
 }
+
+// DeletePartitions asks the kernel to forget the partitions numbered 1 to
+// upTo of the block device open as f (BLKPG_DEL_PARTITION), as mdadm does
+// to a disk before it joins an array: the member's data starts with the
+// array's contents, and a partition table inside them (a disk image
+// written to the array) must not show up as partitions of the member. It
+// changes nothing on the disk. A number with no partition is skipped. It
+// returns the numbers it deleted; an error (EBUSY: a partition is in use)
+// stops it, and the numbers before it stay deleted. Hold f with O_EXCL so
+// that nobody claims a partition meanwhile.
+func DeletePartitions(f *os.File, upTo int) ([]int, error) {
+	return deletePartitions(f, upTo)
+}

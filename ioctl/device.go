@@ -91,6 +91,22 @@ func (d *Device) AddNewDisk(info DiskInfo) error {
 	return d.addNewDisk(info)
 }
 
+// SetArrayInfo starts assembling an array from existing superblocks
+// (SET_ARRAY_INFO), as mdadm does: set only info.MajorVersion and
+// info.MinorVersion (0 and 90 for 0.90; 1 and 0, 1 or 2 for 1.0, 1.1,
+// 1.2, which tells the kernel where each member's superblock is) and
+// leave every other field zero; the members are then added with
+// [Device.AddNewDisk] and the array started with [Device.RunArray]. It
+// needs CAP_SYS_ADMIN.
+//
+// Errors the kernel returns include EBUSY if the array already has
+// members or slots, and EINVAL for a major version other than 0 or 1.
+// With RaidDisks set the kernel would instead create a new array without
+// superblocks from info; this package never does that.
+func (d *Device) SetArrayInfo(info ArrayInfo) error {
+	return d.setArrayInfo(info)
+}
+
 // HotRemoveDisk removes the member with device number dev from the array
 // (HOT_REMOVE_DISK). dev is encoded as by [golang.org/x/sys/unix.Mkdev];
 // [DiskInfo.Dev] and [BlockDevice.Dev] return it. It needs CAP_SYS_ADMIN.

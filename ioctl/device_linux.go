@@ -3,9 +3,11 @@
 package ioctl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -44,6 +46,10 @@ func (d *Device) diskInfo(number int) (DiskInfo, error) {
 
 func (d *Device) addNewDisk(info DiskInfo) error {
 	return d.callPtr(opAddNewDisk, unsafe.Pointer(&info))
+}
+
+func (d *Device) setArrayInfo(info ArrayInfo) error {
+	return d.callPtr(opSetArrayInfo, unsafe.Pointer(&info))
 }
 
 func (d *Device) hotRemoveDisk(dev uint64) error {
@@ -194,4 +200,23 @@ func logicalBlockSize(f *os.File) (int64, error) {
 		return 0, &os.PathError{Op: "ioctl BLKSSZGET", Path: f.Name(), Err: fmt.Errorf("ioctl: logical block size %d", n)}
 	}
 	return int64(n), nil
+}
+
+func deletePartitions(f *os.File, upTo int) ([]int, error) {
+	var done []int
+	for pno := 1; pno <= upTo; pno++ {
+		part := new(unix.BlkpgPartition)
+		part.Pno = int32(pno)
+		arg := &unix.BlkpgIoctlArg{Op: unix.BLKPG_DEL_PARTITION, Datalen: int32(unsafe.Sizeof(*part)), Data: (*byte)(unsafe.Pointer(part))}
+		err := ioctlPtr(f, unix.BLKPG, unsafe.Pointer(arg))
+		runtime.KeepAlive(part)
+		switch {
+		case err == nil:
+			done = append(done, pno)
+		case errors.Is(err, unix.ENXIO):
+		default:
+			return done, &os.PathError{Op: fmt.Sprintf("ioctl BLKPG_DEL_PARTITION %d", pno), Path: f.Name(), Err: err}
+		}
+	}
+	return done, nil
 }

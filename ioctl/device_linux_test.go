@@ -33,6 +33,7 @@ func calls(d *Device) []struct {
 		{"ioctl GET_ARRAY_INFO", errArray},
 		{"ioctl GET_DISK_INFO", errDisk},
 		{"ioctl ADD_NEW_DISK", d.AddNewDisk(DiskInfo{Major: 7, Minor: 0})},
+		{"ioctl SET_ARRAY_INFO", d.SetArrayInfo(ArrayInfo{MajorVersion: 1, MinorVersion: 2})},
 		{"ioctl HOT_REMOVE_DISK", d.HotRemoveDisk(unix.Mkdev(7, 0))},
 		{"ioctl SET_DISK_FAULTY", d.SetDiskFaulty(unix.Mkdev(7, 0))},
 		{"ioctl RUN_ARRAY", d.RunArray()},

@@ -21,6 +21,7 @@ func (d *Device) version() (Version, error)             { return Version{}, errU
 func (d *Device) arrayInfo() (ArrayInfo, error)         { return ArrayInfo{}, errUnsupported }
 func (d *Device) diskInfo(number int) (DiskInfo, error) { return DiskInfo{}, errUnsupported }
 func (d *Device) addNewDisk(info DiskInfo) error        { return errUnsupported }
+func (d *Device) setArrayInfo(info ArrayInfo) error     { return errUnsupported }
 func (d *Device) hotRemoveDisk(dev uint64) error        { return errUnsupported }
 func (d *Device) setDiskFaulty(dev uint64) error        { return errUnsupported }
 func (d *Device) runArray() error                       { return errUnsupported }
@@ -35,3 +36,5 @@ func statBlockDevice(path string) (BlockDevice, error) {
 func logicalBlockSize(f *os.File) (int64, error) {
 	return 0, &os.PathError{Op: "ioctl BLKSSZGET", Path: f.Name(), Err: errUnsupported}
 }
+
+func deletePartitions(f *os.File, upTo int) ([]int, error) { return nil, errUnsupported }

@@ -76,6 +76,7 @@ const (
 	opGetArrayInfo             // GET_ARRAY_INFO   _IOR(MD_MAJOR, 0x11, mdu_array_info_t)
 	opGetDiskInfo              // GET_DISK_INFO    _IOR(MD_MAJOR, 0x12, mdu_disk_info_t)
 	opAddNewDisk               // ADD_NEW_DISK     _IOW(MD_MAJOR, 0x21, mdu_disk_info_t)
+	opSetArrayInfo             // SET_ARRAY_INFO   _IOW(MD_MAJOR, 0x23, mdu_array_info_t)
 	opHotRemoveDisk            // HOT_REMOVE_DISK  _IO(MD_MAJOR, 0x22), dev_t by value
 	opSetDiskFaulty            // SET_DISK_FAULTY  _IO(MD_MAJOR, 0x29), dev_t by value
 	opRunArray                 // RUN_ARRAY        _IOW(MD_MAJOR, 0x30, mdu_param_t), argument ignored
@@ -107,6 +108,8 @@ func (o op) spec() opSpec {
 		return opSpec{"GET_DISK_INFO", dirRead, 0x12, unsafe.Sizeof(DiskInfo{})}
 	case opAddNewDisk:
 		return opSpec{"ADD_NEW_DISK", dirWrite, 0x21, unsafe.Sizeof(DiskInfo{})}
+	case opSetArrayInfo:
+		return opSpec{"SET_ARRAY_INFO", dirWrite, 0x23, unsafe.Sizeof(ArrayInfo{})}
 	case opHotRemoveDisk:
 		return opSpec{"HOT_REMOVE_DISK", dirNone, 0x22, 0}
 	case opSetDiskFaulty:

@@ -24,6 +24,7 @@ var wantRequests = []struct {
 	{opGetArrayInfo, 0x80480911, 0x40480911},
 	{opGetDiskInfo, 0x80140912, 0x40140912},
 	{opAddNewDisk, 0x40140921, 0x80140921},
+	{opSetArrayInfo, 0x40480923, 0x80480923},
 	{opHotRemoveDisk, 0x00000922, 0x20000922},
 	{opSetDiskFaulty, 0x00000929, 0x20000929},
 	{opRunArray, 0x400c0930, 0x800c0930},

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -37,6 +39,15 @@ type Config struct {
 	// Now is the clock that dates reports and records; default
 	// time.Now. Tests set it to pin the report time.
 	Now func() time.Time
+	// MapDir holds mdadm's map file, which assemble, incremental and
+	// stop keep as mdadm does (see package md/mapfile); default
+	// /run/mdadm.
+	MapDir string
+	// HomeHost decides which arrays are local when assembling (mdadm's
+	// homehost); default the host name (os.Hostname). An array whose
+	// name is not "HOMEHOST:..." (1.x), or whose UUID does not carry the
+	// homehost's hash (0.90), is foreign.
+	HomeHost string
 }
 
 // Manager discovers md arrays and reports and changes their state. It
@@ -50,6 +61,10 @@ type Manager struct {
 	// reads still running (see readGate).
 	reads *readGate
 	now   func() time.Time // the clock: Config.Now
+	// asm changes the system for assemble, incremental and stop.
+	asm      assembly
+	mapDir   string
+	homeHost string
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -85,8 +100,18 @@ func Open(cfg *Config) (*Manager, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now}
+	if c.MapDir == "" {
+		c.MapDir = mapfile.DefaultDir
+	}
+	if c.HomeHost == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.HomeHost = h
+		}
+	}
+	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now,
+		mapDir: c.MapDir, homeHost: c.HomeHost}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
+	m.asm = k
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see
 	// blockdev.OpenDirect.

@@ -76,3 +76,38 @@ func (m Member) SetSlot(s Slot) error {
 func (m Member) SetRecoveryStart(sectors uint64) error {
 	return writeAttr(m.Path("recovery_start"), strconv.FormatUint(sectors, 10))
 }
+
+// NewArray asks md to create the array device name ("md127") by writing
+// it to /sys/module/md_mod/parameters/new_array, as mdadm does. The
+// kernel accepts "mdN" (N at most 2^20-1) and "md_NAME"; it answers
+// EEXIST if the device exists and EINVAL for any other name. The new
+// device has no members and reads array_state "clear" until
+// SET_ARRAY_INFO; the kernel frees it on last close if nothing was set.
+func (fsys FS) NewArray(name string) error {
+	return writeAttr(fsys.Path("module", "md_mod", "parameters", "new_array"), name)
+}
+
+// ModuleParameter reads an md_mod module parameter ("start_ro",
+// "legacy_async_del_gendisk", ...). A parameter this kernel does not
+// have fails with an error matching fs.ErrNotExist.
+func (fsys FS) ModuleParameter(name string) (string, error) {
+	if !validName(name) {
+		return "", fmt.Errorf("sysfs: module parameter %q: %w", name, fs.ErrInvalid)
+	}
+	return readAttr(fsys.Path("module", "md_mod", "parameters", name))
+}
+
+// SetModuleParameter writes an md_mod module parameter.
+func (fsys FS) SetModuleParameter(name, val string) error {
+	if !validName(name) {
+		return fmt.Errorf("sysfs: module parameter %q: %w", name, fs.ErrInvalid)
+	}
+	return writeAttr(fsys.Path("module", "md_mod", "parameters", name), val)
+}
+
+// Uevent writes action ("change") to /sys/block/NAME/uevent, which makes
+// the kernel send that uevent for the block device, so that udev runs
+// its rules for it again. mdadm does this after assembling an array.
+func (a Array) Uevent(action string) error {
+	return writeAttr(a.blockPath("uevent"), action)
+}

@@ -1,0 +1,178 @@
+package md
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/ioctl"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// assembly is everything assemble, incremental and stop change on the
+// system: md devices (created, given members, started, stopped), their
+// nodes and /dev/md/NAME links, and kernel partitions of members. Like
+// kernel for replace, it is the one door to the system, so that host
+// tests record the exact calls.
+type assembly interface {
+	// NewArray creates the empty md device name ("md127") through
+	// md_mod's new_array parameter.
+	NewArray(name string) error
+	// SetArrayInfo issues SET_ARRAY_INFO with only the superblock
+	// version, on the array's node.
+	SetArrayInfo(array string, major, minor int) error
+	// AddDisk binds block device dev to the array (ADD_NEW_DISK; on an
+	// array that is not running the kernel takes everything from the
+	// superblock).
+	AddDisk(array string, dev sysfs.DevNum) error
+	// Start starts an assembled array: RUN_ARRAY when readAuto is false,
+	// else array_state=read-auto.
+	Start(array string, readAuto bool) error
+	// StopArray issues STOP_ARRAY on a descriptor of the array opened
+	// O_EXCL, which fails with EBUSY when the array is mounted or held.
+	StopArray(array string) error
+	// SetSlot and WriteState write md/dev-MEMBER/slot and state.
+	SetSlot(array, member string, slot int) error
+	WriteState(array, member string, cmd sysfs.MemberCommand) error
+	// Uevent writes "change" to /sys/block/ARRAY/uevent.
+	Uevent(array string) error
+	// DeletePartitions removes the kernel's partitions of a member
+	// device (path under the device root) through an O_EXCL descriptor;
+	// it returns the numbers removed.
+	DeletePartitions(path string) ([]int, error)
+	// MakeNode creates the block node path for dev (mode 0600) unless a
+	// block node for dev is there; anything else there is an error.
+	MakeNode(path string, dev sysfs.DevNum) error
+	// MakeLink creates the symbolic link link -> target, and the
+	// directory holding it (0700); an existing entry is an error
+	// matching fs.ErrExist and is left alone.
+	MakeLink(link, target string) error
+	// RemoveLink removes link if it is a symbolic link whose target text
+	// is target; anything else is left alone (and not an error).
+	RemoveLink(link, target string) (bool, error)
+	// SetModuleParameter writes an md_mod parameter.
+	SetModuleParameter(name, val string) error
+}
+
+// NewArray writes new_array.
+func (k sysKernel) NewArray(name string) error { return k.fs.NewArray(name) }
+
+// SetArrayInfo issues SET_ARRAY_INFO.
+func (k sysKernel) SetArrayInfo(array string, major, minor int) error {
+	return k.withDevice(array, func(d *ioctl.Device) error {
+		return d.SetArrayInfo(ioctl.ArrayInfo{MajorVersion: int32(major), MinorVersion: int32(minor)})
+	})
+}
+
+// AddDisk issues ADD_NEW_DISK.
+func (k sysKernel) AddDisk(array string, dev sysfs.DevNum) error { return k.AddNewDisk(array, dev) }
+
+// Start issues RUN_ARRAY or writes array_state=read-auto.
+func (k sysKernel) Start(array string, readAuto bool) error {
+	if !readAuto {
+		return k.RunArray(array)
+	}
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetState(sysfs.StateReadAuto)
+}
+
+// StopArray opens the array O_RDONLY|O_EXCL, as mdadm does, and issues
+// STOP_ARRAY on that descriptor.
+func (k sysKernel) StopArray(array string) error {
+	p := filepath.Join(k.devRoot, array)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_EXCL, 0)
+	if err != nil {
+		return err
+	}
+	d := ioctl.NewDevice(f)
+	defer d.Close()
+	return d.StopArray()
+}
+
+// Uevent writes change to the array's uevent.
+func (k sysKernel) Uevent(array string) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.Uevent("change")
+}
+
+// DeletePartitions opens path O_RDONLY|O_EXCL and deletes partitions 1
+// to 15 (mdadm deletes 0 to 15; 0 is never a partition).
+func (k sysKernel) DeletePartitions(path string) ([]int, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ioctl.DeletePartitions(f, 15)
+}
+
+// MakeNode mknods path as a block device for dev, mode 0600 (mdadm's
+// default without mdadm.conf), unless a block node for dev is there.
+func (k sysKernel) MakeNode(path string, dev sysfs.DevNum) error {
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	if err == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == mkdev(dev) {
+			return nil
+		}
+		return fmt.Errorf("md: %s exists but is not the block device %v: %w", path, dev, fs.ErrExist)
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	if err := unix.Mknod(path, unix.S_IFBLK|0o600, int(mkdev(dev))); err != nil {
+		return &fs.PathError{Op: "mknod", Path: path, Err: err}
+	}
+	return nil
+}
+
+// MakeLink creates link -> target (and its directory, 0700, as mdadm
+// makes /dev/md).
+func (k sysKernel) MakeLink(link, target string) error {
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		return err
+	}
+	return os.Symlink(target, link)
+}
+
+// RemoveLink removes link if it is a symlink whose text is target.
+func (k sysKernel) RemoveLink(link, target string) (bool, error) {
+	got, err := os.Readlink(link)
+	if err != nil || got != target {
+		return false, nil
+	}
+	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	return true, nil
+}
+
+// SetModuleParameter writes an md_mod parameter.
+func (k sysKernel) SetModuleParameter(name, val string) error {
+	return k.fs.SetModuleParameter(name, val)
+}
+
+// linkName is mdadm's link name for an array name (mdopen.c: '/' -> '-',
+// space and tab -> '_', at most 200 bytes), checked by SafeName: a name
+// SafeName refuses gets no link.
+func linkName(name string) (string, error) {
+	s, err := SafeName(name)
+	if err != nil {
+		return "", err
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return strings.TrimRight(s, "\x00"), nil
+}
