@@ -97,7 +97,9 @@ func TestLockExcludes(t *testing.T) {
 	l, err := m.Lock()
 	c.Assert(err, qt.IsNil)
 	done := make(chan error)
-	go func() { done <- m.Update(mapfile.Entry{Dev: "md1", Metadata: "1.2", UUID: "a1b2c3d4:00000000:11111111:22222222", Path: "/dev/md1"}) }()
+	go func() {
+		done <- m.Update(mapfile.Entry{Dev: "md1", Metadata: "1.2", UUID: "a1b2c3d4:00000000:11111111:22222222", Path: "/dev/md1"})
+	}()
 	c.Assert(l.Update(mapfile.Entry{Dev: "md2", Metadata: "1.2", UUID: "b1b2c3d4:00000000:11111111:22222222", Path: "/dev/md2"}), qt.IsNil)
 	got, err := l.Read()
 	c.Assert(err, qt.IsNil)
