@@ -48,6 +48,13 @@ type Config struct {
 	// name is not "HOMEHOST:..." (1.x), or whose UUID does not carry the
 	// homehost's hash (0.90), is foreign.
 	HomeHost string
+	// NoUdev makes assemble create the /dev/mdN node and /dev/md/NAME
+	// link itself even when udev runs (mdadm's MDADM_NO_UDEV=1). Without
+	// it they are made only when udev is not running, which is decided
+	// as mdadm decides it: neither DevRoot/.udev nor UdevDir exists.
+	NoUdev bool
+	// UdevDir is udev's run directory; default /run/udev.
+	UdevDir string
 }
 
 // Manager discovers md arrays and reports and changes their state. It
@@ -65,6 +72,8 @@ type Manager struct {
 	asm      assembly
 	mapDir   string
 	homeHost string
+	noUdev   bool
+	udevDir  string
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -103,13 +112,16 @@ func Open(cfg *Config) (*Manager, error) {
 	if c.MapDir == "" {
 		c.MapDir = mapfile.DefaultDir
 	}
+	if c.UdevDir == "" {
+		c.UdevDir = "/run/udev"
+	}
 	if c.HomeHost == "" {
 		if h, err := os.Hostname(); err == nil {
 			c.HomeHost = h
 		}
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now,
-		mapDir: c.MapDir, homeHost: c.HomeHost}
+		mapDir: c.MapDir, homeHost: c.HomeHost, noUdev: c.NoUdev, udevDir: c.UdevDir}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
 	m.asm = k
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}

@@ -86,6 +86,18 @@ var exitTable = []exitGroup{
 		{exitRefused, "refused, nothing written: " + noSuchArray + ", an array that cannot be checked, an untrusted store"},
 		{exitPartial, "failed"},
 	}},
+	{[]string{"incremental"}, []exitRow{
+		{exitOK, "the device was added (MD_STARTED, or the line, says whether its array started)"},
+		{exitFailure, "the system could not be read"},
+		{exitRefused, "refused, nothing changed: no usable superblock, the device is in use, it disagrees with its array's members, an out-of-date member of a running array (without --run), a reshape, clustered or lockless-bitmap array"},
+		{exitPartial, "failed after changing something: the message lists every change"},
+	}},
+	{[]string{"assemble"}, []exitRow{
+		{exitOK, "every array found is assembled: started, or waiting for members (each line says which)"},
+		{exitFailure, "the system could not be read"},
+		{exitRefused, "a device was refused (each is named; the other arrays are assembled), or no device of the named array was found"},
+		{exitPartial, "failed after changing something: the message lists every change"},
+	}},
 	{[]string{"watch"}, []exitRow{
 		{exitOK, "stopped by SIGINT or SIGTERM"},
 		{exitFailure, "the system could not be read or watched"},

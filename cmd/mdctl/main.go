@@ -26,29 +26,33 @@ import (
 
 // Globals are the flags every command takes.
 type Globals struct {
-	Sysfs   string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted (a capture's; needs --dev)."`
-	Dev     string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
-	RunDir  string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
-	Version kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`
+	Sysfs    string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted (a capture's; needs --dev)."`
+	Dev      string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
+	RunDir   string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
+	MapDir   string           `name:"map-dir" default:"/run/mdadm" placeholder:"DIR" help:"Where mdadm's map file is, which assemble, incremental and stop keep as mdadm does."`
+	HomeHost string           `name:"homehost" placeholder:"NAME" help:"The homehost that decides which arrays are local (default: the host name)."`
+	Version  kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`
 }
 
 // CLI is the command line.
 type CLI struct {
 	Globals
 
-	Status     StatusCmd     `cmd:"" help:"Show the health of every md array (or the named ones), like mdadm --detail --test."`
-	Examine    ExamineCmd    `cmd:"" help:"Show the md superblock of member devices or images, like mdadm --examine."`
-	Replace    ReplaceCmd    `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
-	Fail       FailCmd       `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
-	Remove     RemoveCmd     `cmd:"" help:"Remove a faulty member or a spare from an array."`
-	Run        RunCmd        `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
-	Record     RecordCmd     `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
-	Check      CheckCmd      `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
-	Heal       HealCmd       `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
-	Watch      WatchCmd      `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
-	Completion CompletionCmd `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
-	Help       HelpCmd       `cmd:"" help:"Show help for mdctl or for one command."`
-	VersionCmd VersionCmd    `cmd:"" name:"version" help:"Print the version."`
+	Status      StatusCmd      `cmd:"" help:"Show the health of every md array (or the named ones), like mdadm --detail --test."`
+	Examine     ExamineCmd     `cmd:"" help:"Show the md superblock of member devices or images, like mdadm --examine."`
+	Replace     ReplaceCmd     `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
+	Fail        FailCmd        `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
+	Remove      RemoveCmd      `cmd:"" help:"Remove a faulty member or a spare from an array."`
+	Run         RunCmd         `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
+	Assemble    AssembleCmd    `cmd:"" help:"Assemble arrays from their superblocks, with no configuration: every array with --scan, as udev does at boot."`
+	Incremental IncrementalCmd `cmd:"" help:"Add one device to its array and start the array when complete, as udev's mdadm --incremental."`
+	Record      RecordCmd      `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
+	Check       CheckCmd       `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
+	Heal        HealCmd        `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
+	Watch       WatchCmd       `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
+	Completion  CompletionCmd  `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
+	Help        HelpCmd        `cmd:"" help:"Show help for mdctl or for one command."`
+	VersionCmd  VersionCmd     `cmd:"" name:"version" help:"Print the version."`
 }
 
 // version is the module version and VCS revision the binary was built from.
@@ -229,7 +233,8 @@ type clock func() time.Time
 // openManager builds the Manager from the global flags. A system that
 // cannot be opened exits 1, or 4 for status (as mdadm --detail --test).
 func openManager(k *kong.Context, g *Globals, now func() time.Time) (*md.Manager, error) {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: g.RunDir, Now: now})
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: g.RunDir, Now: now,
+		MapDir: g.MapDir, HomeHost: g.HomeHost, NoUdev: os.Getenv("MDADM_NO_UDEV") == "1"})
 	if err != nil {
 		code := exitFailure
 		if n := k.Selected(); n != nil && n.Name == "status" {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// AssembleCmd is `mdctl assemble`.
+type AssembleCmd struct {
+	Scan    bool     `help:"Assemble every array found on the machine's block devices."`
+	Start   bool     `name:"run" help:"Start arrays that have enough members but not all (read-auto), rather than leaving them to wait."`
+	Verbose bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
+	Array   string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
+	Devices []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
+}
+
+// Validate insists on --scan or an array.
+func (c *AssembleCmd) Validate() error {
+	if !c.Scan && c.Array == "" {
+		return errors.New("name an array (UUID or name) or give --scan")
+	}
+	if c.Scan && c.Array != "" {
+		return errors.New("--scan assembles every array: give it no array")
+	}
+	return nil
+}
+
+// Run assembles: the end state udev's incremental pass over every device
+// leaves.
+func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Run: c.Start})
+	if res != nil {
+		for _, r := range res.Added {
+			fmt.Fprintln(k.Stdout, incrementalLine(r))
+		}
+	}
+	if err != nil {
+		var last *md.IncrementalResult
+		if res != nil && len(res.Added) > 0 {
+			last = res.Added[len(res.Added)-1]
+		}
+		return assemblyError(err, last)
+	}
+	refused := 0
+	for _, s := range res.Skipped {
+		quiet := errors.Is(s.Reason, md.ErrInUse)
+		if quiet && !c.Verbose {
+			continue
+		}
+		if !quiet && !errors.Is(s.Reason, md.ErrLeftBehind) {
+			refused++
+		}
+		fmt.Fprintf(k.Stderr, "mdctl: %s: not added: %s\n", escape.Text(s.Device), escape.Text(s.Reason.Error()))
+	}
+	if c.Array != "" && len(res.Added) == 0 {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("no device of array %s found", escape.Text(c.Array))}
+	}
+	if refused > 0 {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d device(s) refused; the others are assembled", refused)}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/internal/escape"
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// IncrementalCmd is `mdctl incremental`.
+type IncrementalCmd struct {
+	Device string `arg:"" type:"path" help:"The block device to add (what udev found)."`
+	Start  bool   `name:"run" help:"Start the array as soon as enough members are present (read-auto), without waiting for the rest."`
+	Export bool   `help:"Print the udev keys of mdadm --incremental --export (MD_DEVICE, MD_DEVNAME, MD_FOREIGN, MD_STARTED) instead of text."`
+}
+
+// Run adds the device to the array its superblock names (creating it for
+// the first member) and starts the array once every member it expects is
+// there, as mdadm --incremental does for udev.
+func (c *IncrementalCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	r, err := m.Incremental(ctx, md.IncrementalRequest{Device: c.Device, Run: c.Start})
+	if err != nil {
+		return assemblyError(err, r)
+	}
+	if c.Export {
+		printIncrementalExport(k.Stdout, r)
+		return nil
+	}
+	fmt.Fprintln(k.Stdout, incrementalLine(r))
+	return nil
+}
+
+// assemblyError maps an Incremental or Assemble error to its exit code:
+// 2 for a refusal (nothing changed), 3 when something was changed (the
+// message lists it), 1 otherwise.
+func assemblyError(err error, r *md.IncrementalResult) error {
+	if errors.Is(err, md.ErrRefused) {
+		return &exitError{code: exitRefused, msg: err.Error()}
+	}
+	if r != nil && len(r.Writes) > 0 {
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("%v (changed: %s)", err, strings.Join(r.Writes, ", "))}
+	}
+	return &exitError{code: exitFailure, msg: err.Error()}
+}
+
+// printIncrementalExport prints mdadm's keys. Every value is made here or
+// is a name md made safe (md.SafeName), never raw disk bytes.
+func printIncrementalExport(w io.Writer, r *md.IncrementalResult) {
+	foreign := "no"
+	if r.Foreign {
+		foreign = "yes"
+	}
+	fmt.Fprintf(w, "MD_DEVICE=%s\nMD_DEVNAME=%s\nMD_FOREIGN=%s\nMD_STARTED=%s\n",
+		escape.Text(r.Array), escape.Text(r.DevName()), foreign, r.Started)
+}
+
+// incrementalLine says what became of the device and its array.
+func incrementalLine(r *md.IncrementalResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: added to %s (%s, %d of %d members)", r.Device, r.Array, r.Path, r.Present, r.Expected)
+	switch r.Started {
+	case md.StartYes:
+		if r.ReadAuto {
+			b.WriteString(": started read-auto")
+		} else {
+			b.WriteString(": started")
+		}
+	case md.StartAlready:
+		b.WriteString(": the array was running")
+	case md.StartUnsafe:
+		fmt.Fprintf(&b, ": enough to start, waiting for the rest (mdctl run %s starts it now)", r.Array)
+	case md.StartNo:
+		b.WriteString(": not enough members to start yet")
+	}
+	for _, k := range r.Kicked {
+		fmt.Fprintf(&b, "; detached %s (the freshest member says it failed)", k)
+	}
+	for _, lb := range r.LeftBehind {
+		fmt.Fprintf(&b, "; %s left behind (events %d, the array's %d)", lb.Device, lb.Events, lb.Want)
+	}
+	return escape.Text(b.String()) + "."
+}

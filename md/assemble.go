@@ -1,0 +1,773 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/md/mapfile"
+	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// StartState is what became of an array after a member was added: the
+// values of mdadm's MD_STARTED.
+type StartState string
+
+// The start states.
+const (
+	// StartNo: not enough members to start.
+	StartNo StartState = "no"
+	// StartAlready: the array was running before.
+	StartAlready StartState = "already"
+	// StartYes: started now.
+	StartYes StartState = "yes"
+	// StartUnsafe: enough members to start, but not all the array
+	// expects; it waits for the rest, or for Run (the last resort).
+	StartUnsafe StartState = "unsafe"
+)
+
+// IncrementalRequest is one device for Manager.Incremental.
+type IncrementalRequest struct {
+	// Device is the block device's path ("/dev/sdb1").
+	Device string
+	// Run starts the array as soon as enough members are present,
+	// read-auto, rather than waiting for all it expects (mdadm -I
+	// --run).
+	Run bool
+}
+
+// IncrementalResult is what Incremental did with one device.
+type IncrementalResult struct {
+	// Device is the member's kernel name ("sdb1").
+	Device string
+	// Array is the kernel name of the array it joined ("md127").
+	Array string
+	// Path is the array's name: "/dev/md/NAME", or "/dev/mdN" when it has
+	// no usable name. DevName gives MD_DEVNAME.
+	Path string
+	// UUID is the array UUID, mdadm's MD_UUID text.
+	UUID string
+	// Foreign is true when the array's homehost is not this host's.
+	Foreign bool
+	// Started says whether the array runs now; ReadAuto that it was
+	// started read-auto (foreign, or started with members missing).
+	Started  StartState
+	ReadAuto bool
+	// Present and Expected count the members that count towards the
+	// start and the members the freshest superblock expects.
+	Present, Expected int
+	// Writes lists every change made, in order ("new_array md127",
+	// "SET_ARRAY_INFO 1.2", "ADD_NEW_DISK 8:16", "RUN_ARRAY", ...).
+	Writes []string
+	// Kicked names members detached because the freshest superblock
+	// says they failed.
+	Kicked []string
+	// LeftBehind lists members attached but too far behind to count
+	// (events two or more below the freshest): the kernel drops them
+	// when the array starts. They are never forced in.
+	LeftBehind []LeftBehind
+}
+
+// LeftBehind is a member whose superblock is out of date.
+type LeftBehind struct {
+	Device       string
+	Events, Want uint64
+}
+
+// DevName is MD_DEVNAME: Path without "/dev/md/", or the whole Path
+// when it is not under /dev/md/.
+func (r *IncrementalResult) DevName() string {
+	if s, ok := strings.CutPrefix(r.Path, "/dev/md/"); ok {
+		return s
+	}
+	return r.Path
+}
+
+// Errors of assembly. Each is the cause inside a *RefusedError.
+var (
+	// ErrNotMember means the device carries no md superblock that
+	// assembly can use.
+	ErrNotMember = errors.New("md: no usable md superblock")
+	// ErrMismatch means the device's superblock disagrees with the
+	// array's members on the array.
+	ErrMismatch = errors.New("md: superblock does not match the array")
+	// ErrUnsupported means the array needs a tool this package is not:
+	// a reshape in progress, clustered or lockless-bitmap arrays.
+	ErrUnsupported = errors.New("md: array cannot be assembled by this package")
+	// ErrInUse means the device is held: a member of an array, mounted,
+	// or open exclusively by someone else.
+	ErrInUse = errors.New("md: device is in use")
+	// ErrLeftBehind means the device is an out-of-date member of an
+	// array that runs without it; it is not added (Run adds it).
+	ErrLeftBehind = errors.New("md: out-of-date member of a running array")
+)
+
+// incrementalOp is the operation name of Incremental's refusals.
+const incrementalOp = "incremental"
+
+// Incremental adds one device to the array its superblock names, as
+// udev's mdadm --incremental does at boot (docs/assembly.md §2): the
+// array is created when this is its first member, and started once every
+// member it expects is present (or, with Run, as soon as enough are).
+// Decisions follow mdadm's with no mdadm.conf: trust by homehost
+// (Config.HomeHost), names and numbers as mdopen.c gives them, members
+// counted by events with the kernel's allowance of one, and the map file
+// (Config.MapDir) kept as mdadm keeps it so that mdadm, if present, sees
+// the same arrays.
+//
+// It never writes to the device: members are bound with ADD_NEW_DISK and
+// the kernel reads their superblocks. Refusals (no superblock, a device
+// in use, a superblock that disagrees with the array, a reshape,
+// clustered arrays, a member of a running array without Run) are
+// *RefusedError values matching ErrRefused, and nothing was changed. An
+// error after a change says what was changed in the result's Writes.
+func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*IncrementalResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("md: %w", err)
+	}
+	defer l.Unlock()
+	return m.incremental(req, l)
+}
+
+// member is a device offered to assembly, with its facts.
+type offered struct {
+	path  string
+	kname string
+	dev   sysfs.DevNum
+	sb    *superblock.Superblock
+}
+
+func (m *Manager) offer(path string) (*offered, error) {
+	o := &offered{path: path}
+	dev, ok := devNumOf(path)
+	if !ok {
+		if _, err := os.Stat(path); err != nil {
+			return nil, refuse(incrementalOp, "", path, err)
+		}
+		return nil, refuse(incrementalOp, "", path, fmt.Errorf("md: %s is not a block device", path))
+	}
+	o.dev = dev
+	d, err := blockdev.LookupDev(m.fs, m.devRoot, dev)
+	if err != nil {
+		return nil, refuse(incrementalOp, "", path, fmt.Errorf("md: %s (%v) is not in sysfs: %w", path, dev, err))
+	}
+	o.kname = d.Name
+	sb, err := m.probe(d.Name)
+	if err != nil {
+		return nil, refuse(incrementalOp, "", path, err)
+	}
+	o.sb = sb
+	return o, nil
+}
+
+// probe reads the superblock mdadm would use from a device, with
+// O_DIRECT, and refuses one assembly cannot use.
+func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
+	val, err := m.reads.do(filepath.Join(m.devRoot, kname)+" superblock", func() (any, error) {
+		dev, err := m.open(kname)
+		if err != nil {
+			return nil, err
+		}
+		defer dev.Close()
+		size, err := dev.Size()
+		if err != nil {
+			return nil, err
+		}
+		pr, err := superblock.Probe(dev, size)
+		if err != nil {
+			return nil, err
+		}
+		best := pr.Best()
+		if best == nil {
+			return nil, fmt.Errorf("%w: no superblock mdadm would use", ErrNotMember)
+		}
+		if best.Err != nil {
+			return nil, best.Err
+		}
+		sb := best.Superblock
+		if sb.HasBitmap() {
+			bm, err := superblock.ReadBitmap(dev, sb)
+			if err != nil {
+				return nil, fmt.Errorf("md: reading the bitmap: %w", err)
+			}
+			switch bm.Version {
+			case superblock.BitmapMajorClustered:
+				return nil, fmt.Errorf("%w: a clustered array (start it with the cluster's resource agent)", ErrUnsupported)
+			case superblock.BitmapMajorLockless:
+				return nil, fmt.Errorf("%w: a lockless bitmap (use mdadm)", ErrUnsupported)
+			}
+		}
+		return sb, nil
+	})
+	if err != nil {
+		if errors.Is(err, superblock.ErrNoSuperblock) {
+			return nil, fmt.Errorf("md: %s: %w: %w", kname, ErrNotMember, err)
+		}
+		return nil, fmt.Errorf("md: %s: %w", kname, err)
+	}
+	sb := val.(*superblock.Superblock)
+	switch {
+	case !sb.Level.Known() || sb.Level == superblock.LevelContainer || sb.Level == superblock.LevelFaulty:
+		return nil, fmt.Errorf("md: %s: %w: level %v", kname, ErrUnsupported, sb.Level)
+	case sb.RaidDisks == 0 || sb.RaidDisks > uint32(superblock.RoleMax):
+		return nil, fmt.Errorf("md: %s: %w: raid_disks %d", kname, ErrNotMember, sb.RaidDisks)
+	case sb.Reshaping():
+		return nil, fmt.Errorf("md: %s: %w: a reshape is in progress (assemble it with mdadm --assemble)", kname, ErrUnsupported)
+	case sb.Version == superblock.Version090 && sb.NotPersistent != 0:
+		return nil, fmt.Errorf("md: %s: %w: not persistent", kname, ErrNotMember)
+	}
+	return sb, nil
+}
+
+func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*IncrementalResult, error) {
+	o, err := m.offer(req.Device)
+	if err != nil {
+		return nil, err
+	}
+	sb := o.sb
+	local := trusted(sb, m.homeHost)
+	res := &IncrementalResult{Device: o.kname, UUID: mapfile.Groups(sb.SetUUID), Foreign: !local}
+	entries, err := l.Read()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("md: %w", err)
+	}
+	uuidText := mapfile.UUIDText(sb)
+	array, path := m.assembling(entries, sb, uuidText)
+	if array == "" {
+		if err := m.checkFree(o); err != nil {
+			return nil, err
+		}
+		if err := m.create(res, o, local, entries, l); err != nil {
+			return res, err
+		}
+	} else {
+		res.Array, res.Path = array, path
+		if err := m.join(res, o, req.Run); err != nil {
+			return res, err
+		}
+	}
+	err = m.maybeStart(res, local, req.Run)
+	if uerr := m.asm.Uevent(res.Array); uerr == nil {
+		res.Writes = append(res.Writes, "uevent change")
+	}
+	return res, err
+}
+
+// checkFree refuses a device someone holds: the kernel's holders, then
+// an O_EXCL open, which also deletes its kernel partitions (mdadm does
+// both before adding a disk).
+func (m *Manager) checkFree(o *offered) error {
+	d, err := blockdev.Lookup(m.fs, m.devRoot, o.kname)
+	if err == nil && len(d.Holders) > 0 {
+		return refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s is held by %s", ErrInUse, o.kname, strings.Join(d.Holders, ", ")))
+	}
+	return nil
+}
+
+// deletePartitions removes the kernel partitions of a member about to be
+// added; EBUSY means it is in use.
+func (m *Manager) deletePartitions(res *IncrementalResult, o *offered) error {
+	done, err := m.asm.DeletePartitions(filepath.Join(m.devRoot, o.kname))
+	for _, p := range done {
+		res.Writes = append(res.Writes, fmt.Sprintf("BLKPG_DEL_PARTITION %s %d", o.kname, p))
+	}
+	if err != nil {
+		if len(done) == 0 && errors.Is(err, unix.EBUSY) {
+			return refuse(incrementalOp, res.Array, o.path, fmt.Errorf("%w: %s cannot be opened exclusively: %w", ErrInUse, o.kname, err))
+		}
+		return fmt.Errorf("md: %s: %w", o.kname, err)
+	}
+	return nil
+}
+
+// assembling finds the array being assembled for sb's UUID: a live map
+// entry, else (no map, or an array assembled by a tool that keeps none)
+// an array whose members carry the UUID.
+func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock, uuidText string) (array, path string) {
+	for _, e := range entries {
+		if e.UUID == uuidText && m.alive(e.Dev) {
+			return e.Dev, e.Path
+		}
+	}
+	names, err := m.fs.Arrays()
+	if err != nil {
+		return "", ""
+	}
+	for _, n := range names {
+		a, err := m.fs.Array(n)
+		if err != nil {
+			continue
+		}
+		mems, err := a.Members()
+		if err != nil || len(mems) == 0 {
+			continue
+		}
+		msb, err := m.probe(mems[0].Name())
+		if err != nil || msb.SetUUID != sb.SetUUID {
+			continue
+		}
+		p := "/dev/" + n
+		if e, ok := mapfile.Find(entries, n); ok {
+			p = e.Path
+		}
+		return n, p
+	}
+	return "", ""
+}
+
+// alive reports whether md device name exists with members or a level,
+// as mdadm's map lookups require it to be in /proc/mdstat.
+func (m *Manager) alive(name string) bool {
+	a, err := m.fs.Array(name)
+	if err != nil {
+		return false
+	}
+	st, err := a.State()
+	if err != nil {
+		return false
+	}
+	if st != sysfs.StateClear {
+		return true
+	}
+	mems, err := a.Members()
+	return err == nil && len(mems) > 0
+}
+
+// create makes a new array for o's superblock and binds o.
+func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries []mapfile.Entry, l *mapfile.Lock) error {
+	sb := o.sb
+	name := arrayName(sb, local)
+	n := chooseNumber(name, local, func(n int) bool {
+		_, err := os.Stat(m.fs.Path("block", fmt.Sprintf("md%d", n)))
+		return err == nil
+	})
+	if n < 0 {
+		return refuse(incrementalOp, "", o.path, errors.New("md: every md number is in use"))
+	}
+	array := fmt.Sprintf("md%d", n)
+	node := filepath.Join(m.devRoot, array)
+	res.Array = array
+	res.Path = "/dev/" + array
+	link := ""
+	if cname, err := linkName(name); err == nil && name != "" {
+		link = chooseLink(cname, local, func(c string) bool {
+			for _, e := range entries {
+				if e.Path == "/dev/md/"+c && m.alive(e.Dev) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if err := m.deletePartitions(res, o); err != nil {
+		return err
+	}
+	if err := m.asm.NewArray(array); err != nil {
+		return fmt.Errorf("md: creating %s: %w", array, err)
+	}
+	res.Writes = append(res.Writes, "new_array "+array)
+	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); err != nil {
+		return fmt.Errorf("md: %w", err)
+	}
+	undo := func(err error) error {
+		if serr := m.asm.StopArray(array); serr == nil {
+			res.Writes = append(res.Writes, "STOP_ARRAY "+array)
+		}
+		return err
+	}
+	major, minor := arrayInfoVersion(sb)
+	if err := m.asm.SetArrayInfo(array, major, minor); err != nil {
+		return undo(fmt.Errorf("md: SET_ARRAY_INFO on %s: %w", array, err))
+	}
+	res.Writes = append(res.Writes, fmt.Sprintf("SET_ARRAY_INFO %d.%d", major, minor))
+	if err := m.asm.AddDisk(array, o.dev); err != nil {
+		return undo(fmt.Errorf("md: adding %s to %s: %w", o.kname, array, err))
+	}
+	res.Writes = append(res.Writes, "ADD_NEW_DISK "+o.dev.String())
+	if s, err := m.memberSlot(array, o.kname); err == nil && s >= 0 {
+		return undo(fmt.Errorf("md: the kernel gave %s slot %d before the array started; this kernel cannot assemble incrementally", o.kname, s))
+	}
+	if link != "" && m.makeLinks() {
+		lp := filepath.Join(m.devRoot, "md", link)
+		if err := m.asm.MakeLink(lp, "/dev/"+array); err == nil {
+			res.Writes = append(res.Writes, "symlink "+lp)
+			res.Path = "/dev/md/" + link
+		} else if got, rerr := os.Readlink(lp); rerr == nil && got == "/dev/"+array {
+			res.Path = "/dev/md/" + link
+		}
+	} else if link != "" {
+		res.Path = "/dev/md/" + link
+	}
+	e := mapfile.Entry{Dev: array, Metadata: metadataText(sb), UUID: mapfile.UUIDText(sb), Path: res.Path}
+	if err := l.Update(e); err != nil {
+		return fmt.Errorf("md: %s is assembling with %s but the map file was not updated: %w", array, o.kname, err)
+	}
+	res.Writes = append(res.Writes, "map "+array)
+	return nil
+}
+
+// makeLinks reports whether assembly makes /dev/md/NAME itself: when
+// udev is not running (mdadm's test: neither /dev/.udev nor /run/udev),
+// or Config.NoUdev says so (MDADM_NO_UDEV).
+func (m *Manager) makeLinks() bool {
+	if m.noUdev {
+		return true
+	}
+	for _, p := range []string{filepath.Join(m.devRoot, ".udev"), m.udevDir} {
+		if _, err := os.Stat(p); err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// memberSlot reads md/dev-KNAME/slot of array (-1 for none).
+func (m *Manager) memberSlot(array, kname string) (int, error) {
+	a, err := m.fs.Array(array)
+	if err != nil {
+		return 0, err
+	}
+	mem, err := a.Member(kname)
+	if err != nil {
+		return 0, err
+	}
+	s, err := mem.Slot()
+	if err != nil {
+		return 0, err
+	}
+	return int(s), nil
+}
+
+// members lists the members attached to array, with their superblocks,
+// in sysfs order (mdadm reads dev-* in readdir order; sysfs lists them
+// sorted, as here).
+func (m *Manager) members(array string) ([]attached, error) {
+	a, err := m.fs.Array(array)
+	if err != nil {
+		return nil, err
+	}
+	mems, err := a.Members()
+	if err != nil {
+		return nil, err
+	}
+	var out []attached
+	for _, mem := range mems {
+		sb, err := m.probe(mem.Name())
+		if err != nil {
+			continue
+		}
+		out = append(out, attached{Name: mem.Name(), SB: sb})
+	}
+	return out, nil
+}
+
+// join binds o to the existing, assembling array res.Array.
+func (m *Manager) join(res *IncrementalResult, o *offered, run bool) error {
+	array := res.Array
+	a, err := m.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	st, err := a.State()
+	if err != nil {
+		return err
+	}
+	running := st != sysfs.StateInactive && st != sysfs.StateClear
+	ms, err := m.members(array)
+	if err != nil {
+		return err
+	}
+	if running && inSync(o.sb) && !run {
+		why := "its superblock says it is in sync"
+		if len(ms) > 0 {
+			why = fmt.Sprintf("its superblock (events %d) names a slot, the array's (events %d) went on without it", o.sb.Events, ms[0].SB.Events)
+		}
+		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: not adding %s to %s, which is running: %s (--run adds it)", ErrLeftBehind, o.kname, array, why))
+	}
+	if len(ms) > 0 {
+		if why := mismatch(ms[0].SB, o.sb); why != "" {
+			return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: %s and %s differ in %s", ErrMismatch, o.kname, ms[0].Name, why))
+		}
+	}
+	if err := m.checkFree(o); err != nil {
+		return err
+	}
+	if err := m.deletePartitions(res, o); err != nil {
+		return err
+	}
+	err = m.asm.AddDisk(array, o.dev)
+	if errors.Is(err, unix.EBUSY) && !running {
+		// Another member holds the same descriptor number: detach those
+		// with fewer events and try again (mdadm find_reject).
+		for _, x := range ms {
+			if descNr(x.SB) == descNr(o.sb) && x.SB.Events < o.sb.Events {
+				dir := "dev-" + strings.ReplaceAll(x.Name, "/", "!")
+				if s, _ := m.memberSlot(array, x.Name); s >= 0 {
+					if err := m.asm.SetSlot(array, x.Name, -1); err != nil {
+						return fmt.Errorf("md: detaching the older %s from %s: %w", x.Name, array, err)
+					}
+				}
+				if err := m.asm.WriteState(array, x.Name, sysfs.CmdRemove); err != nil {
+					return fmt.Errorf("md: detaching the older %s from %s: %w", x.Name, array, err)
+				}
+				res.Writes = append(res.Writes, dir+"/state=remove")
+			}
+		}
+		err = m.asm.AddDisk(array, o.dev)
+	}
+	if err != nil {
+		return fmt.Errorf("md: adding %s to %s: %w", o.kname, array, err)
+	}
+	res.Writes = append(res.Writes, "ADD_NEW_DISK "+o.dev.String())
+	return nil
+}
+
+// descNr is the kernel's descriptor number for a member.
+func descNr(sb *superblock.Superblock) uint32 {
+	if sb.Version == superblock.Version090 {
+		return sb.ThisDisk.Number
+	}
+	return sb.DevNumber
+}
+
+// mismatch is mdadm's compare_super: what makes two superblocks belong
+// to different arrays, or "".
+func mismatch(a, b *superblock.Superblock) string {
+	switch {
+	case a.SetUUID != b.SetUUID:
+		return "UUID"
+	case a.Version != b.Version:
+		return "metadata version"
+	case a.Level != b.Level:
+		return "level"
+	case a.RaidDisks != b.RaidDisks:
+		return "raid_disks"
+	case a.Layout != b.Layout:
+		return "layout"
+	case a.ChunkSize != b.ChunkSize:
+		return "chunk size"
+	case a.Size != b.Size:
+		return "size"
+	case uint32(a.CTime) != uint32(b.CTime):
+		return "creation time"
+	}
+	return ""
+}
+
+// maybeStart counts the members and starts the array when mdadm would.
+func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
+	array := res.Array
+	a, err := m.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	ms, err := m.members(array)
+	if err != nil {
+		return err
+	}
+	c := countActive(ms)
+	res.Present, res.Expected = c.Active, c.Expected
+	st, err := a.State()
+	if err != nil {
+		return err
+	}
+	if c.Best == nil || !enough(c.Best.Level, c.Best.Layout, c.Best.Clean(), c.Avail) {
+		res.Started = StartNo
+		if st != sysfs.StateInactive && st != sysfs.StateClear {
+			res.Started = StartAlready
+		}
+		return nil
+	}
+	if st != sysfs.StateInactive && st != sysfs.StateClear {
+		res.Started = StartAlready
+		return nil
+	}
+	all := c.Active >= c.Expected
+	if !run && !all {
+		res.Started = StartUnsafe
+		return nil
+	}
+	for _, k := range c.Removed {
+		dir := "dev-" + strings.ReplaceAll(k, "/", "!")
+		if err := m.asm.WriteState(array, k, sysfs.CmdRemove); err != nil {
+			return fmt.Errorf("md: detaching %s from %s before starting it: %w", k, array, err)
+		}
+		res.Writes = append(res.Writes, dir+"/state=remove")
+		res.Kicked = append(res.Kicked, k)
+	}
+	var max uint64
+	for _, x := range ms {
+		if inSync(x.SB) && x.SB.Events > max {
+			max = x.SB.Events
+		}
+	}
+	for _, x := range ms {
+		if inSync(x.SB) && x.SB.Events+1 < max {
+			res.LeftBehind = append(res.LeftBehind, LeftBehind{Device: x.Name, Events: x.SB.Events, Want: max})
+		}
+	}
+	readAuto := !all || !local
+	if err := m.asm.Start(array, readAuto); err != nil {
+		return fmt.Errorf("md: %s is assembled with %d of %d members but did not start: %w", array, c.Active, c.Expected, err)
+	}
+	res.ReadAuto = readAuto
+	if readAuto {
+		res.Writes = append(res.Writes, "array_state=read-auto")
+	} else {
+		res.Writes = append(res.Writes, "RUN_ARRAY")
+	}
+	res.Started = StartYes
+	return nil
+}
+
+// AssembleRequest is what Manager.Assemble assembles.
+type AssembleRequest struct {
+	// Devices are the block devices to look at; empty means every block
+	// device of the machine (whole disks, partitions and md arrays), in
+	// the kernel's order of names.
+	Devices []string
+	// Array, if set, limits assembly to the array with this UUID (either
+	// text form) or name.
+	Array string
+	// Run starts arrays that are enough but incomplete, read-auto.
+	Run bool
+}
+
+// AssembleResult is what Assemble did.
+type AssembleResult struct {
+	// Added lists each device added, in order, with the state it left its
+	// array in.
+	Added []*IncrementalResult
+	// Skipped lists the devices not added, with the reason.
+	Skipped []Skipped
+}
+
+// Skipped is a device Assemble did not add.
+type Skipped struct {
+	Device string
+	Reason error
+}
+
+// Assemble assembles every array found on the devices: the end state of
+// Incremental over each of them in turn, which is what udev leaves at
+// boot. Unlike mdadm --assemble --scan, it does not pass over foreign
+// arrays and does not stop at a stale member of a running array. With
+// Run, arrays that are enough but incomplete are then started read-auto.
+// Devices that carry no superblock, are in use, or are refused are
+// listed in Skipped; the error is for failures that stopped it.
+func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
+	res := &AssembleResult{}
+	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("md: %w", err)
+	}
+	defer l.Unlock()
+	tried := map[string]bool{}
+	for round := 0; round < 8; round++ {
+		devs := req.Devices
+		if len(devs) == 0 {
+			devs, err = m.blockDevices()
+			if err != nil {
+				return res, err
+			}
+		}
+		progress := false
+		for _, d := range devs {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if tried[d] {
+				continue
+			}
+			tried[d] = true
+			if req.Array != "" {
+				if o, err := m.offer(d); err != nil || !matchesArray(o.sb, req.Array, m.homeHost) {
+					continue
+				}
+			}
+			r, err := m.incremental(IncrementalRequest{Device: d}, l)
+			if err != nil {
+				if errors.Is(err, ErrRefused) {
+					if !errors.Is(err, ErrNotMember) && !errors.Is(err, fs.ErrNotExist) {
+						res.Skipped = append(res.Skipped, Skipped{Device: d, Reason: err})
+					}
+					continue
+				}
+				return res, err
+			}
+			res.Added = append(res.Added, r)
+			if r.Started == StartYes {
+				progress = true
+			}
+		}
+		if !progress || len(req.Devices) > 0 {
+			break
+		}
+	}
+	if req.Run {
+		for _, r := range res.Added {
+			if r.Started == StartUnsafe && m.stillInactive(r.Array) {
+				if err := m.asm.Start(r.Array, true); err != nil {
+					return res, fmt.Errorf("md: starting %s: %w", r.Array, err)
+				}
+				r.Started, r.ReadAuto = StartYes, true
+				r.Writes = append(r.Writes, "array_state=read-auto")
+			}
+		}
+	}
+	return res, nil
+}
+
+func (m *Manager) stillInactive(array string) bool {
+	a, err := m.fs.Array(array)
+	if err != nil {
+		return false
+	}
+	st, err := a.State()
+	return err == nil && st == sysfs.StateInactive
+}
+
+// matchesArray reports whether sb is of the array named by want: its
+// UUID in either text form, or its name.
+func matchesArray(sb *superblock.Superblock, want, homehost string) bool {
+	if sameUUID(sb.SetUUID.String(), want) || sameUUID(mapfile.Groups(sb.SetUUID), want) {
+		return true
+	}
+	return want == arrayName(sb, trusted(sb, homehost)) || want == sb.FullName()
+}
+
+// blockDevices lists the machine's block devices as /dev paths, sorted
+// by kernel name, leaving out those with no size.
+func (m *Manager) blockDevices() ([]string, error) {
+	ents, err := os.ReadDir(m.fs.Path("class", "block"))
+	if err != nil {
+		return nil, fmt.Errorf("md: listing block devices: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, "ram") || strings.HasPrefix(name, "zram") {
+			continue
+		}
+		b, err := sysfs.ReadFile(m.fs.Path("class", "block", name, "size"))
+		if err != nil || strings.TrimSpace(string(b)) == "0" {
+			continue
+		}
+		out = append(out, filepath.Join(m.devRoot, strings.ReplaceAll(name, "!", "/")))
+	}
+	sort.Strings(out)
+	return out, nil
+}
