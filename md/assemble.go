@@ -311,7 +311,7 @@ func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock,
 		if err != nil {
 			continue
 		}
-		mems, err := a.Members()
+		mems, err := a.MembersInKernelOrder()
 		if err != nil || len(mems) == 0 {
 			continue
 		}
@@ -452,14 +452,13 @@ func (m *Manager) memberSlot(array, kname string) (int, error) {
 }
 
 // members lists the members attached to array, with their superblocks,
-// in sysfs order (mdadm reads dev-* in readdir order; sysfs lists them
-// sorted, as here).
+// in the kernel's order of the dev-* entries, which is mdadm's.
 func (m *Manager) members(array string) ([]attached, error) {
 	a, err := m.fs.Array(array)
 	if err != nil {
 		return nil, err
 	}
-	mems, err := a.Members()
+	mems, err := a.MembersInKernelOrder()
 	if err != nil {
 		return nil, err
 	}

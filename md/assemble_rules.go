@@ -229,99 +229,99 @@ type counted struct {
 	// members the array expects (Expected) and whether it is clean.
 	Best     *superblock.Superblock
 	Expected int
-	// Removed are members that the freshest says failed, or spares
-	// newer than it: mdadm detaches them before starting.
+	// Removed are members that think the best one failed: mdadm
+	// detaches them before starting.
 	Removed []string
 }
 
-// countActive is mdadm's count_active (docs/assembly.md §2.3) over the
-// members attached so far, in sysfs order: members whose own superblock
-// names a slot count when their events are the highest seen, or one
-// less (the kernel's allowance of one); a member two behind does not.
+// countActive is mdadm's count_active (Incremental.c, d1447022) over
+// the members attached so far, in the kernel's order of the array's
+// dev-* entries: members whose own superblock names a slot count when
+// their events are the highest seen, or one less (the kernel's allowance
+// of one); a member further behind does not. It keeps mdadm's unsigned
+// arithmetic: when the first member counted has events 0 (a superblock
+// never updated since creation), "one less" wraps around and every
+// later member is passed over, so such an array waits (as it does under
+// mdadm) until Run starts it, when the kernel picks the freshest.
 func countActive(ms []attached) counted {
 	var c counted
+	if len(ms) == 0 {
+		return c
+	}
+	// The slot count is the first member's, in use or not.
+	n := int(ms[0].SB.RaidDisks)
+	if n > int(superblock.RoleMax) {
+		n = int(superblock.RoleMax)
+	}
+	avail := make([]int, n)
+	best := make([]int, n)
 	var max uint64
-	weight := map[int]int{}
-	first := true
-	for _, m := range ms {
+	cnt := 0
+	for i, m := range ms {
 		sb := m.SB
 		if !inSync(sb) {
 			continue
 		}
 		slot := slotOf(sb)
+		if slot < 0 || slot >= n {
+			continue
+		}
 		ev := sb.Events
 		switch {
-		case first:
-			first = false
+		case cnt == 0:
+			cnt++
 			max = ev
-			weight[slot] = 2
+			avail[slot], best[slot] = 2, i
 			c.Best = sb
 		case ev == max:
-			weight[slot] = 2
-		case ev+1 == max:
-			if weight[slot] == 0 {
-				weight[slot] = 1
+			avail[slot], best[slot] = 2, i
+		case ev == max-1:
+			if avail[slot] == 0 {
+				avail[slot], best[slot] = 1, i
 			}
-		case ev < max:
+		case ev < max-1:
 		case ev == max+1:
-			for s, w := range weight {
-				if w > 0 {
-					weight[s] = w - 1
+			max = ev
+			for s := range avail {
+				if avail[s] > 0 {
+					avail[s]--
 				}
 			}
-			weight[slot] = 2
-			max = ev
+			avail[slot], best[slot] = 2, i
 			c.Best = sb
 		default:
-			weight = map[int]int{slot: 2}
 			max = ev
+			clear(avail)
+			avail[slot], best[slot] = 2, i
 			c.Best = sb
 		}
 	}
 	if c.Best == nil {
 		return c
 	}
-	n := int(c.Best.RaidDisks)
-	if n > int(superblock.RoleMax) {
-		n = int(superblock.RoleMax)
-	}
 	_, c.Expected = workingSlots(c.Best)
-	// The first slot with full weight: a member whose own map says that
-	// slot failed thinks the best device failed, and is dropped.
-	b := -1
-	for s := 0; s < n; s++ {
-		if weight[s] == 2 {
-			b = s
-			break
-		}
+	// Reject any member that thinks the best device (the first slot with
+	// full weight) failed or is missing.
+	b := 0
+	for b < n && avail[b] != 2 {
+		b++
 	}
 	c.Avail = make([]bool, n)
-	for _, m := range ms {
-		sb := m.SB
-		if !inSync(sb) {
-			if sb.Events > max {
-				c.Removed = append(c.Removed, m.Name)
-			}
-			continue
-		}
-		if sb.Events+1 < max {
-			continue
-		}
-		if b >= 0 {
-			if own, _ := workingSlots(sb); b >= len(own) || !own[b] {
-				c.Removed = append(c.Removed, m.Name)
-				continue
+	for s := 0; s < n; s++ {
+		if s != b && avail[s] > 0 && b < n {
+			if own, _ := workingSlots(ms[best[s]].SB); b >= len(own) || !own[b] {
+				c.Removed = append(c.Removed, ms[best[s]].Name)
+				avail[s] = 0
 			}
 		}
-		if s := slotOf(sb); s >= 0 && s < n && weight[s] > 0 {
+		if avail[s] > 0 {
 			c.Avail[s] = true
-		}
-	}
-	for _, ok := range c.Avail {
-		if ok {
 			c.Active++
 		}
 	}
+	// mdadm also marks spares with events above the best's, but it
+	// compares events it never read from sysfs (always 0): the rule
+	// never fires, and is left out here.
 	return c
 }
 

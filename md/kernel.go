@@ -31,6 +31,9 @@ type kernel interface {
 	AddNewDisk(array string, dev sysfs.DevNum) error
 	// RunArray starts an assembled, inactive array (RUN_ARRAY).
 	RunArray(array string) error
+	// SetArrayState writes md/array_state (read-auto starts an
+	// assembled array auto-read-only, as mdadm --run does).
+	SetArrayState(array string, st sysfs.ArrayState) error
 	// SetSyncAction writes md/sync_action.
 	SetSyncAction(array string, act sysfs.SyncAction) error
 	// SetSyncMin writes md/sync_min (sectors): where the next check or
@@ -115,6 +118,15 @@ func (k sysKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
 // RunArray issues RUN_ARRAY.
 func (k sysKernel) RunArray(array string) error {
 	return k.withDevice(array, func(d *ioctl.Device) error { return d.RunArray() })
+}
+
+// SetArrayState writes md/array_state.
+func (k sysKernel) SetArrayState(array string, st sysfs.ArrayState) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetState(st)
 }
 
 // SetSyncAction writes md/sync_action.

@@ -259,9 +259,11 @@ func countTrue(v []bool) int {
 	return n
 }
 
-// Run starts an assembled, inactive array with the members it has
-// (RUN_ARRAY), as mdadm --run does: the last resort for an array that
-// was assembled one member short. It refuses an array that is
+// Run starts an assembled, inactive array with the members it has, as
+// mdadm --run does (the last-resort unit runs it for an array assembled
+// short of members): it writes array_state=read-auto, so the array
+// starts auto-read-only and turns read-write at its first write; no
+// resync or recovery runs before that. It refuses an array that is
 // already running and one whose members cannot serve the data, each with
 // a *RefusedError matching ErrRefused whose message says which. change,
 // at most one, asks for a dry run and tells what was written (see
@@ -278,11 +280,11 @@ func (m *Manager) Run(ctx context.Context, array string, change ...*Change) erro
 	if err := decideRun(m.read(name)); err != nil {
 		return refuse("run", name, "", err)
 	}
-	ch.Array, ch.Write = name, "RUN_ARRAY"
+	ch.Array, ch.Write = name, "array_state=read-auto"
 	if ch.DryRun {
 		return nil
 	}
-	if err := m.ops.k.RunArray(name); err != nil {
+	if err := m.ops.k.SetArrayState(name, sysfs.StateReadAuto); err != nil {
 		return fmt.Errorf("md: starting %s: %w", name, err)
 	}
 	return nil

@@ -94,7 +94,7 @@ func TestPrimitivesCallKernel(t *testing.T) {
 
 	r3 := newReplaceRig(t, "raid5-inactive")
 	c.Assert(r3.m.Run(ctx, r3.name), qt.IsNil)
-	c.Check(r3.k.Calls(), qt.DeepEquals, []string{"RunArray(" + r3.name + ")"})
+	c.Check(r3.k.Calls(), qt.DeepEquals, []string{"SetArrayState(" + r3.name + ", read-auto)"})
 }
 
 // TestPrimitivesDryRun: with Change.DryRun, Fail, Remove and Run decide
@@ -146,7 +146,7 @@ func TestPrimitivesDryRun(t *testing.T) {
 		r := newReplaceRig(t, "raid5-inactive")
 		ch := &Change{DryRun: true}
 		c.Assert(r.m.Run(ctx, r.name, ch), qt.IsNil)
-		c.Assert(*ch, qt.DeepEquals, Change{DryRun: true, Array: r.name, Write: "RUN_ARRAY"})
+		c.Assert(*ch, qt.DeepEquals, Change{DryRun: true, Array: r.name, Write: "array_state=read-auto"})
 		c.Assert(r.k.Calls(), qt.HasLen, 0)
 	})
 

@@ -104,6 +104,10 @@ func (k *fakeKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
 
 func (k *fakeKernel) RunArray(array string) error { return k.record("RunArray", array) }
 
+func (k *fakeKernel) SetArrayState(array string, st sysfs.ArrayState) error {
+	return k.record("SetArrayState", array, st)
+}
+
 func (k *fakeKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
 	if err := k.record("SetSyncAction", array, act); err != nil {
 		return err

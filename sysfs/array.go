@@ -279,6 +279,29 @@ func (a Array) Members() ([]Member, error) {
 	return out, nil
 }
 
+// MembersInKernelOrder is Members in the order the kernel lists the
+// dev-* entries (sysfs orders a directory by a hash of the names), which
+// is the order mdadm, reading the directory, sees the members in; its
+// decisions at assembly depend on it.
+func (a Array) MembersInKernelOrder() ([]Member, error) {
+	f, err := os.Open(a.Path())
+	if err != nil {
+		return nil, fmt.Errorf("sysfs: %w", err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("sysfs: %w", err)
+	}
+	var out []Member
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "dev-") && e.IsDir() {
+			out = append(out, Member{array: a, dir: e.Name()})
+		}
+	}
+	return out, nil
+}
+
 // Member returns the member whose kernel device name is name (such as
 // "vdb", or "cciss/c0d0" for a name with a slash), or an error matching
 // fs.ErrNotExist.

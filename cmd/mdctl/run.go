@@ -16,9 +16,9 @@ type RunCmd struct {
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
 }
 
-// Run starts an inactive array with the members it has (RUN_ARRAY), the
-// last resort for an array assembled one member short. It refuses (exit
-// 2) a running array or one with too few members.
+// Run starts an inactive array with the members it has (read-auto, as
+// mdadm --run), the last resort for an array assembled one member short.
+// It refuses (exit 2) a running array or one with too few members.
 func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	ch := md.Change{DryRun: c.DryRun}
 	if err := m.Run(ctx, c.Array, &ch); err != nil {

@@ -1,0 +1,256 @@
+// Package assemblevm proves assembly on the real kernel against mdadm,
+// with the VM rig (internal/vmtest): one boot creates arrays of every
+// kind with mdadm, and later boots on copies of the same disks assemble
+// them with mdadm --incremental, mdctl incremental (mdadm deleted before
+// the first command) and mdctl assemble --scan, and compare what each
+// leaves. Its tests run on the host and skip unless MDRAID_VMTEST=1.
+package assemblevm
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/vmtest"
+)
+
+const (
+	diskSize = 32 << 20
+	nDisks   = 13
+	mdctl    = "/vmtest/bin/mdctl"
+)
+
+func sh(script string) []string { return []string{"sh", "-euc", script} }
+
+// guestLib is shell shared by the boots. P0..P12 are the disks by path.
+var guestLib = func() string {
+	var b strings.Builder
+	b.WriteString("hostname talos\nexport MDADM_NO_UDEV=1\n")
+	for i := range nDisks {
+		fmt.Fprintf(&b, "P%d=/dev/disk/by-path/%s\n", i, vmtest.Disk{Slot: i}.ByPath())
+	}
+	b.WriteString(`
+# dump prints what assembly left: every md device with its level, state
+# and member:slot pairs (members by PCI path), then the /dev/md links.
+dump() {
+	for d in /sys/block/md*; do
+		[ -e "$d/md/array_state" ] || continue
+		st=$(cat "$d/md/array_state")
+		[ "$st" = clear ] && continue
+		mem=$(for m in "$d"/md/dev-*; do
+			[ -e "$m" ] || continue
+			k=${m##*/dev-}
+			p=$(for l in /dev/disk/by-path/*; do [ "$(readlink -f "$l")" = "/dev/$k" ] && echo "${l##*/}"; done)
+			echo "$p:$(cat "$m/slot")"
+		done | sort | tr '\n' ' ')
+		echo "${d##*/} level=$(cat "$d/md/level") state=$st members=$mem"
+	done | sort
+	for l in /dev/md/*; do
+		[ -L "$l" ] && echo "link ${l##*/} -> $(readlink -f "$l")"
+	done | sort
+}
+# verify checks the data written at creation on every started array.
+verify() {
+	for l in /dev/md/*; do
+		[ -L "$l" ] || continue
+		n=${l##*/}
+		[ -e "/state/sum-$n" ] || continue
+		a=/sys/block/$(basename "$(readlink -f "$l")")/md/array_state
+		[ -e "$a" ] || continue
+		st=$(cat "$a")
+		case $st in inactive|clear) continue;; esac
+		got=$(dd if="$l" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1)
+		[ "$got" = "$(cat "/state/sum-$n")" ] || { echo "data differs on $n"; exit 1; }
+		echo "data ok $n"
+	done
+}
+`)
+	return b.String()
+}()
+
+func boot(t *testing.T, r *vmtest.Rig, cfg vmtest.Config) {
+	t.Helper()
+	cfg.Timeout = 5 * time.Minute
+	res, err := r.RunTest(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot took %v", res.Duration.Round(time.Millisecond))
+}
+
+func copyDisks(t *testing.T, src []vmtest.Disk) []vmtest.Disk {
+	dir := t.TempDir()
+	var out []vmtest.Disk
+	for _, d := range src {
+		p := filepath.Join(dir, filepath.Base(d.Path))
+		in, err := os.Open(d.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(o, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vmtest.Disk{Path: p, Slot: d.Slot})
+	}
+	return out
+}
+
+// TestAssembleLikeMdadm is issue 11's proof: on the same disks, mdctl
+// leaves the arrays mdadm leaves.
+func TestAssembleLikeMdadm(t *testing.T) {
+	c := qt.New(t)
+	r := vmtest.NewTestRig(t)
+	r.RequireModules(t, "raid1", "raid456", "raid10")
+	bin := filepath.Join(t.TempDir(), "mdctl")
+	c.Assert(vmtest.BuildProgram(t.Context(), r.Root, "./cmd/mdctl", bin), qt.IsNil)
+	files := map[string]string{mdctl: bin}
+	state := t.TempDir()
+	share := vmtest.Share{Tag: "state", HostDir: state, GuestDir: "/state"}
+	disks, err := vmtest.ScratchDisks(t.TempDir(), nDisks, diskSize)
+	c.Assert(err, qt.IsNil)
+
+	// Boot 1: mdadm creates every kind, data goes on, all stop.
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: disks, Cmd: sh(guestLib + `
+		c="mdadm --create --run --assume-clean"
+		$c /dev/md/boot --level=1 --raid-devices=2 --metadata=1.0 --name=boot --homehost=talos $P0 $P1
+		$c /dev/md/r5 --level=5 --raid-devices=3 --metadata=1.2 --bitmap=internal --name=r5 --homehost=talos $P2 $P3 $P4
+		$c /dev/md5 --level=1 --raid-devices=2 --metadata=0.90 --homehost=talos $P5 $P6
+		$c /dev/md/data --level=10 --raid-devices=2 --metadata=1.2 --name=data --homehost=elsewhere $P7 $P8
+		$c /dev/md/three --level=1 --raid-devices=3 --metadata=1.2 --name=three --homehost=talos $P9 $P10 $P11
+		$c /dev/md/half --level=1 --raid-devices=2 --metadata=1.2 --name=half --homehost=talos $P12 missing
+		mdadm /dev/md/three --fail $P11
+		mdadm /dev/md/three --remove $P11
+		ls -l /dev/md/
+		for l in /dev/md/*; do
+			dd if=/dev/urandom of="$l" bs=1M count=1 conv=fsync 2>/dev/null
+			dd if="$l" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1 > "/state/sum-${l##*/}"
+		done
+		cat /proc/mdstat
+		mdadm --stop --scan
+		cat /proc/mdstat
+	`)})
+
+	// The order udev would deliver the disks in: shuffled, the same for
+	// mdadm and mdctl.
+	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks)
+	var devs []string
+	for _, i := range order {
+		devs = append(devs, fmt.Sprintf("$P%d", i))
+	}
+	each := func(cmd string) string {
+		return "for d in " + strings.Join(devs, " ") + "; do rc=0; " + cmd + ` "$d" || rc=$?; echo "rc ${d##*/} $rc"; done`
+	}
+	t.Logf("disk order: %v", order)
+	noMdadm := `rm -f "$(command -v mdadm)"; ! command -v mdadm
+	`
+
+	// Boot 2: mdadm --incremental, then the cross-checks with mdadm.
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + `
+		{ ` + each("mdadm --incremental") + `; dump; } > /state/mdadm.txt
+		cat /state/mdadm.txt; cat /run/mdadm/map
+		verify
+		cp /run/mdadm/map /state/map-mdadm
+		# Again in the kernel's order of the disks, as udev delivers
+		# them at boot: the reference for mdctl assemble --scan.
+		mdadm --stop --scan
+		rm -rf /dev/md /run/mdadm
+		{ for d in $(ls /dev/vd*); do rc=0; mdadm --incremental "$d" || rc=$?; done; dump; } > /state/mdadm-sorted.txt
+		cat /state/mdadm-sorted.txt
+		# Arrays mdctl assembles are then managed by mdadm.
+		mdadm --stop --scan
+		rm -rf /dev/md /run/mdadm
+		` + mdctl + ` assemble --scan --run
+		cat /proc/mdstat
+		mdadm --detail --scan | tee /state/detail-scan
+		for l in /dev/md/*; do mdadm --detail "$l" >/dev/null || [ $? -le 2 ]; done
+		mdadm --stop --scan
+		[ -z "$(ls /sys/block | grep '^md' || true)" ] || ls /sys/block
+		mdadm --assemble --scan --run || true
+		cat /proc/mdstat
+		verify
+	`)})
+	// Boot 3: mdctl incremental in the same order, without mdadm.
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
+		{ ` + each(mdctl+" incremental") + `; dump; } > /state/mdctl.txt
+		cat /state/mdctl.txt; cat /run/mdadm/map
+		cp /run/mdadm/map /state/map-mdctl
+		verify
+	`)})
+	// Boot 4: mdctl assemble --scan, without mdadm.
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
+		` + mdctl + ` assemble --scan
+		dump > /state/scan.txt
+		cat /state/scan.txt
+		verify
+	`)})
+
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(state, name))
+		c.Assert(err, qt.IsNil)
+		return string(b)
+	}
+	want := read("mdadm.txt")
+	c.Logf("mdadm --incremental left:\n%s", want)
+	c.Check(read("mdctl.txt"), qt.Equals, want)
+	c.Check(sortLines(read("map-mdctl")), qt.Equals, sortLines(read("map-mdadm")))
+	c.Check(canonical(read("scan.txt")), qt.Equals, canonical(read("mdadm-sorted.txt")))
+	// Every array is there, with its link.
+	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half "} {
+		c.Check(want, qt.Contains, l)
+	}
+}
+
+func sortLines(s string) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	sort.Strings(l)
+	return strings.Join(l, "\n")
+}
+
+func dropRC(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "rc ") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+var mdNum = regexp.MustCompile(`\bmd[0-9]+\b`)
+
+// canonical replaces md numbers by the link that names them, so that
+// two assemblies that numbered the arrays in another order compare
+// equal when they left the same arrays under the same names.
+func canonical(s string) string {
+	names := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		var name, target string
+		if _, err := fmt.Sscanf(l, "link %s -> %s", &name, &target); err == nil {
+			names[filepath.Base(target)] = "<" + name + ">"
+		}
+	}
+	s = mdNum.ReplaceAllStringFunc(s, func(m string) string {
+		if n, ok := names[m]; ok {
+			return n
+		}
+		return m
+	})
+	return sortLines(s)
+}
