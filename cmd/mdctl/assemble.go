@@ -66,3 +66,16 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 	}
 	return nil
 }
+
+// Help is the command's long help: what it decides, and its exit codes.
+func (c *AssembleCmd) Help() string {
+	return `Assembles arrays from their superblocks with no configuration: the
+end state of mdctl incremental over every block device in the kernel's
+order, which is what udev leaves at boot. Unlike mdadm --assemble --scan
+it assembles foreign arrays too and does not give up at an out-of-date
+member of a running array (it names it and goes on). Arrays that have
+enough members but not all wait, as under udev, unless --run starts them
+(read-auto).
+
+` + exitHelp("assemble")
+}

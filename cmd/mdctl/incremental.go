@@ -86,3 +86,19 @@ func incrementalLine(r *md.IncrementalResult) string {
 	}
 	return escape.Text(b.String()) + "."
 }
+
+// Help is the command's long help: what it decides, and its exit codes.
+func (c *IncrementalCmd) Help() string {
+	return `Adds one device to the array its superblock names, as udev's mdadm
+--incremental does, with mdadm's rules and no mdadm.conf: an array is
+local when its name starts with the homehost (--homehost, default the
+host name) and is started with RUN_ARRAY once every member it expects
+is present; a foreign array, or one started with --run one member short,
+starts read-auto. Names and numbers are mdadm's (/dev/md/NAME, md127
+downwards; a local 0.90 array gets its preferred minor), and mdadm's map
+file (--map-dir) is kept so that mdadm sees the same arrays. Without
+udev (or with MDADM_NO_UDEV=1) /dev/mdN and /dev/md/NAME are made here.
+The device is never written: the kernel reads its superblock.
+
+` + exitHelp("incremental")
+}
