@@ -1,0 +1,122 @@
+package md
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/sysfs"
+)
+
+// fakeAssembly records assembly's calls and changes nothing.
+type fakeAssembly struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeAssembly) rec(format string, args ...any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+	return nil
+}
+
+func (f *fakeAssembly) NewArray(name string) error { return f.rec("NewArray %s", name) }
+func (f *fakeAssembly) SetArrayInfo(a string, major, minor int) error {
+	return f.rec("SetArrayInfo %s %d.%d", a, major, minor)
+}
+func (f *fakeAssembly) AddDisk(a string, d sysfs.DevNum) error { return f.rec("AddDisk %s %v", a, d) }
+func (f *fakeAssembly) Start(a string, ro bool) error         { return f.rec("Start %s %v", a, ro) }
+func (f *fakeAssembly) StopArray(a string) error               { return f.rec("StopArray %s", a) }
+func (f *fakeAssembly) SetSlot(a, m string, s int) error       { return f.rec("SetSlot %s %s %d", a, m, s) }
+func (f *fakeAssembly) WriteState(a, m string, c sysfs.MemberCommand) error {
+	return f.rec("WriteState %s %s %s", a, m, c)
+}
+func (f *fakeAssembly) Uevent(a string) error { return f.rec("Uevent %s", a) }
+func (f *fakeAssembly) DeletePartitions(p string) ([]int, error) {
+	return nil, f.rec("DeletePartitions %s", p)
+}
+func (f *fakeAssembly) MakeNode(p string, d sysfs.DevNum) error { return f.rec("MakeNode %s %v", p, d) }
+func (f *fakeAssembly) MakeLink(l, t string) error              { return f.rec("MakeLink %s %s", l, t) }
+func (f *fakeAssembly) RemoveLink(l, t string) (bool, error)    { return false, f.rec("RemoveLink %s %s", l, t) }
+func (f *fakeAssembly) SetModuleParameter(n, v string) error    { return f.rec("SetModuleParameter %s %s", n, v) }
+
+// incrementalRig is a captured system with a fake assembly door, a map
+// directory, and a block node for member kname of the capture.
+func incrementalRig(t *testing.T, name, kname string) (*Manager, *fakeAssembly, string) {
+	t.Helper()
+	fc := fixture.Named(t, name)
+	mapDir := filepath.Join(t.TempDir(), "mdadm")
+	m := fixtureManager(t, fc, func(c *Config) { c.MapDir = mapDir; c.HomeHost = "vmtest" })
+	f := &fakeAssembly{}
+	m.asm = f
+	b, err := os.ReadFile(m.fs.Path("class", "block", kname, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dn, err := sysfs.ParseDevNum(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(t.TempDir(), kname)
+	if err := mknodBlock(node, dn.Major, dn.Minor); err != nil {
+		t.Skipf("cannot make a device node here: %v", err)
+	}
+	return m, f, node
+}
+
+// TestIncrementalRefusesMemberOfRunningArray: a member of a running array
+// that names a slot is not added without Run, and with Run it is in use;
+// either way nothing is called and no map file is written.
+func TestIncrementalRefusesMemberOfRunningArray(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, ErrLeftBehind)
+	c.Check(err, qt.ErrorMatches, `.*not adding vda to md127, which is running.*`)
+	_, err = m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, ErrInUse)
+	c.Check(err, qt.ErrorMatches, `.*vda is held by md127.*`)
+	c.Check(f.calls, qt.HasLen, 0)
+	_, err = os.Stat(filepath.Join(m.mapDir, "map"))
+	c.Check(errors.Is(err, fs.ErrNotExist), qt.IsTrue)
+}
+
+// TestIncrementalRefusesNonDevices: a regular file or a missing path is
+// refused before anything is read or called.
+func TestIncrementalRefusesNonDevices(t *testing.T) {
+	c := qt.New(t)
+	m, f, _ := incrementalRig(t, "boot-mirror", "vda")
+	file := filepath.Join(t.TempDir(), "image")
+	c.Assert(os.WriteFile(file, make([]byte, 1<<20), 0o644), qt.IsNil)
+	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: file})
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorMatches, `.*is not a block device`)
+	_, err = m.Incremental(context.Background(), IncrementalRequest{Device: file + ".missing"})
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, fs.ErrNotExist)
+	c.Check(f.calls, qt.HasLen, 0)
+}
+
+// TestAssembleScanSkipsMembersOfRunningArrays: on a machine whose array
+// runs, a scan adds nothing and calls nothing; the members are passed
+// over as in use.
+func TestAssembleScanSkipsMembersOfRunningArrays(t *testing.T) {
+	c := qt.New(t)
+	m, f, _ := incrementalRig(t, "boot-mirror", "vda")
+	res, err := m.Assemble(context.Background(), AssembleRequest{Devices: []string{filepath.Join(m.devRoot, "vda"), filepath.Join(m.devRoot, "vdb")}})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Added, qt.HasLen, 0)
+	c.Check(f.calls, qt.HasLen, 0)
+}
