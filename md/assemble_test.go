@@ -35,7 +35,7 @@ func (f *fakeAssembly) SetArrayInfo(a string, major, minor int) error {
 	return f.rec("SetArrayInfo %s %d.%d", a, major, minor)
 }
 func (f *fakeAssembly) AddDisk(a string, d sysfs.DevNum) error { return f.rec("AddDisk %s %v", a, d) }
-func (f *fakeAssembly) Start(a string, ro bool) error         { return f.rec("Start %s %v", a, ro) }
+func (f *fakeAssembly) Start(a string, ro bool) error          { return f.rec("Start %s %v", a, ro) }
 func (f *fakeAssembly) StopArray(a string) error               { return f.rec("StopArray %s", a) }
 func (f *fakeAssembly) SetSlot(a, m string, s int) error       { return f.rec("SetSlot %s %s %d", a, m, s) }
 func (f *fakeAssembly) WriteState(a, m string, c sysfs.MemberCommand) error {
@@ -47,8 +47,12 @@ func (f *fakeAssembly) DeletePartitions(p string) ([]int, error) {
 }
 func (f *fakeAssembly) MakeNode(p string, d sysfs.DevNum) error { return f.rec("MakeNode %s %v", p, d) }
 func (f *fakeAssembly) MakeLink(l, t string) error              { return f.rec("MakeLink %s %s", l, t) }
-func (f *fakeAssembly) RemoveLink(l, t string) (bool, error)    { return false, f.rec("RemoveLink %s %s", l, t) }
-func (f *fakeAssembly) SetModuleParameter(n, v string) error    { return f.rec("SetModuleParameter %s %s", n, v) }
+func (f *fakeAssembly) RemoveLink(l, t string) (bool, error) {
+	return false, f.rec("RemoveLink %s %s", l, t)
+}
+func (f *fakeAssembly) SetModuleParameter(n, v string) error {
+	return f.rec("SetModuleParameter %s %s", n, v)
+}
 
 // incrementalRig is a captured system with a fake assembly door, a map
 // directory, and a block node for member kname of the capture.
