@@ -95,6 +95,55 @@
 // [Manager.Heal], [NewRecord]). Package md/metrics is a Prometheus
 // collector over [Manager.Discover].
 //
+// # Assembly
+//
+// [Manager.Incremental] adds one device to its array as udev's mdadm
+// --incremental does, and [Manager.Assemble] does that for every block
+// device (in the kernel's order of names, round after round for stacked
+// arrays), which is the state udev leaves at boot. The rules are
+// mdadm's without mdadm.conf (Incremental.c, mdopen.c, util.c at mdadm
+// d1447022; facts in docs/assembly.md), checked against mdadm on the
+// real kernel by md/assemblevm:
+//   - Trust: an array is local when its 1.x name is "HOMEHOST:..." or its
+//     0.90 UUID carries SHA-1(HOMEHOST) (Config.HomeHost, default the
+//     host name; "any" matches too); otherwise foreign.
+//   - Names and numbers: a local array uses its name without the host
+//     part; a local 0.90 array (named by its preferred minor) or a local
+//     name that is a number gets that md number if free; all others take
+//     md127 downwards. The link is /dev/md/NAME ('/' as '-', blanks as
+//     '_', names SafeName refuses get no link); a foreign name without
+//     a ':' is always suffixed (_0, _1, ...), others only on a clash
+//     with a live map entry. Without udev (or with Config.NoUdev) the
+//     node /dev/mdN (0600) and the link (absolute, as mdadm makes it)
+//     are created here.
+//   - Creating: new_array "mdN", SET_ARRAY_INFO with only the version,
+//     ADD_NEW_DISK with the member's device number (the kernel reads and
+//     checks its superblock), after deleting the member's kernel
+//     partitions through an O_EXCL descriptor (which also refuses a
+//     device in use). The map file (Config.MapDir) gets the entry mdadm
+//     would write.
+//   - Counting: mdadm's count_active over the attached members in the
+//     kernel's order: members naming a slot count when their events are
+//     the highest or one less (the kernel's allowance); mdadm's unsigned
+//     arithmetic is kept, so a first member with events 0 makes the
+//     others count as far behind. The freshest member says how many are
+//     expected. Start needs mdadm's enough() (raid4/5/6 dirty and
+//     degraded do not start).
+//   - Starting: when all expected members are present (or with Run, as
+//     soon as enough are); RUN_ARRAY for a complete local array,
+//     array_state=read-auto for a foreign one or an incomplete start.
+//     An array that lost a member at shutdown expects one fewer and
+//     starts without it; one that lost it since waits for Run
+//     ([Manager.Run] is mdadm --run: read-auto). Members the freshest
+//     says failed are detached first; out-of-date members are reported
+//     and never forced in (the kernel drops them at the start).
+//   - Refusals, nothing changed: no usable superblock, a device in use,
+//     a superblock that disagrees with the array's members (UUID, level,
+//     raid_disks, layout, chunk, size, ctime), an out-of-date member of a
+//     running array (without Run), a reshape in progress, clustered and
+//     lockless-bitmap arrays (use mdadm), external metadata (no native
+//     superblock).
+//
 // # Errors
 //
 // An operation either goes ahead or is refused. A refusal wrote nothing

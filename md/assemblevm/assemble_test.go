@@ -58,6 +58,15 @@ dump() {
 		[ -L "$l" ] && echo "link ${l##*/} -> $(readlink -f "$l")"
 	done | sort
 }
+# lastresort starts every array left waiting, with $1 (the last-resort
+# unit's mdadm --run, or mdctl run), and dumps again.
+lastresort() {
+	for d in /sys/block/md*; do
+		[ "$(cat "$d/md/array_state" 2>/dev/null)" = inactive ] || continue
+		rc=0; $1 "/dev/${d##*/}" || rc=$?; echo "run ${d##*/} $rc"
+	done
+	dump
+}
 # verify checks the data written at creation on every started array.
 verify() {
 	for l in /dev/md/*; do
@@ -165,6 +174,8 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + `
 		{ ` + each("mdadm --incremental") + `; dump; } > /state/mdadm.txt
 		cat /state/mdadm.txt; cat /run/mdadm/map
+		lastresort "mdadm --run" > /state/mdadm-run.txt
+		cat /state/mdadm-run.txt
 		verify
 		cp /run/mdadm/map /state/map-mdadm
 		# Again in the kernel's order of the disks, as udev delivers
@@ -191,6 +202,8 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		{ ` + each(mdctl+" incremental") + `; dump; } > /state/mdctl.txt
 		cat /state/mdctl.txt; cat /run/mdadm/map
 		cp /run/mdadm/map /state/map-mdctl
+		lastresort "` + mdctl + ` run" > /state/mdctl-run.txt
+		cat /state/mdctl-run.txt
 		verify
 	`)})
 	// Boot 4: mdctl assemble --scan, without mdadm.
@@ -210,6 +223,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	c.Logf("mdadm --incremental left:\n%s", want)
 	c.Check(read("mdctl.txt"), qt.Equals, want)
 	c.Check(sortLines(read("map-mdctl")), qt.Equals, sortLines(read("map-mdadm")))
+	c.Check(read("mdctl-run.txt"), qt.Equals, read("mdadm-run.txt"))
 	c.Check(canonical(read("scan.txt")), qt.Equals, canonical(read("mdadm-sorted.txt")))
 	// Every array is there, with its link.
 	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half "} {
