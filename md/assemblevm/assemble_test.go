@@ -69,17 +69,12 @@ lastresort() {
 }
 # verify checks the data written at creation on every started array.
 verify() {
-	for l in /dev/md/*; do
-		[ -L "$l" ] || continue
-		n=${l##*/}
-		[ -e "/state/sum-$n" ] || continue
-		a=/sys/block/$(basename "$(readlink -f "$l")")/md/array_state
-		[ -e "$a" ] || continue
-		st=$(cat "$a")
-		case $st in inactive|clear) continue;; esac
-		got=$(dd if="$l" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1)
-		[ "$got" = "$(cat "/state/sum-$n")" ] || { echo "data differs on $n"; exit 1; }
-		echo "data ok $n"
+	for d in /sys/block/md*; do
+		case $(cat "$d/md/array_state" 2>/dev/null) in ''|inactive|clear) continue;; esac
+		u=$(cat "$d/md/uuid")
+		got=$(dd if="/dev/${d##*/}" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1)
+		[ "$got" = "$(cat "/state/sum-$u")" ] || { echo "data differs on ${d##*/} ($u)"; exit 1; }
+		echo "data ok ${d##*/}"
 	done
 }
 `)
@@ -147,10 +142,11 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		mdadm /dev/md/three --fail $P11
 		mdadm /dev/md/three --remove $P11
 		ls -l /dev/md/
-		for l in /dev/md/*; do
-			dd if=/dev/urandom of="$l" bs=1M count=1 conv=fsync 2>/dev/null
-			dd if="$l" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1 > "/state/sum-${l##*/}"
+		for d in /sys/block/md*; do
+			dd if=/dev/urandom of="/dev/${d##*/}" bs=1M count=1 conv=fsync 2>/dev/null
+			dd if="/dev/${d##*/}" bs=1M count=1 2>/dev/null | sha256sum | cut -d' ' -f1 > "/state/sum-$(cat "$d/md/uuid")"
 		done
+		ls /state
 		cat /proc/mdstat
 		mdadm --stop --scan
 		cat /proc/mdstat
@@ -199,7 +195,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	`)})
 	// Boot 3: mdctl incremental in the same order, without mdadm.
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
-		{ ` + each(mdctl+" incremental") + `; dump; } > /state/mdctl.txt
+		{ ` + each(mdctl+" incremental >&2") + `; dump; } > /state/mdctl.txt
 		cat /state/mdctl.txt; cat /run/mdadm/map
 		cp /run/mdadm/map /state/map-mdctl
 		lastresort "` + mdctl + ` run" > /state/mdctl-run.txt
