@@ -63,7 +63,7 @@ dump() {
 lastresort() {
 	for d in /sys/block/md*; do
 		[ "$(cat "$d/md/array_state" 2>/dev/null)" = inactive ] || continue
-		rc=0; $1 "/dev/${d##*/}" || rc=$?; echo "run ${d##*/} $rc"
+		rc=0; $1 "/dev/${d##*/}" >&2 || rc=$?; echo "run ${d##*/} $rc"
 	done
 	dump
 }
