@@ -43,6 +43,10 @@ type Config struct {
 	// stop keep as mdadm does (see package md/mapfile); default
 	// /run/mdadm.
 	MapDir string
+	// ProcRoot is where procfs is mounted; default /proc. Stop reads
+	// PROCROOT/swaps and every PROCROOT/PID/fd to refuse an array used
+	// as swap or open by a process.
+	ProcRoot string
 	// HomeHost decides which arrays are local when assembling (mdadm's
 	// homehost); default the host name (os.Hostname). An array whose
 	// name is not "HOMEHOST:..." (1.x), or whose UUID does not carry the
@@ -74,6 +78,7 @@ type Manager struct {
 	homeHost string
 	noUdev   bool
 	udevDir  string
+	procRoot string // Config.ProcRoot
 }
 
 // device is an open block device (or, in tests, an image file).
@@ -115,13 +120,16 @@ func Open(cfg *Config) (*Manager, error) {
 	if c.UdevDir == "" {
 		c.UdevDir = "/run/udev"
 	}
+	if c.ProcRoot == "" {
+		c.ProcRoot = defaultProcRoot
+	}
 	if c.HomeHost == "" {
 		if h, err := os.Hostname(); err == nil {
 			c.HomeHost = h
 		}
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now,
-		mapDir: c.MapDir, homeHost: c.HomeHost, noUdev: c.NoUdev, udevDir: c.UdevDir}
+		mapDir: c.MapDir, homeHost: c.HomeHost, noUdev: c.NoUdev, udevDir: c.UdevDir, procRoot: c.ProcRoot}
 	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
 	m.asm = k
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}

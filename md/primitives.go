@@ -51,7 +51,7 @@ var (
 	errNotEnough = errors.New("md: not enough members to start the array")
 )
 
-// Change is what Fail, Remove or Run did, or with DryRun would do. Pass a
+// Change is what Fail, Remove, Run or Stop did, or with DryRun would do. Pass a
 // pointer to one as their optional last argument: to ask for a dry run,
 // and to learn what was written.
 type Change struct {
@@ -67,6 +67,10 @@ type Change struct {
 	// "dev-sdb/state=remove" or "RUN_ARRAY". It is empty when there was
 	// nothing to write: Fail of a member that is faulty already.
 	Write string
+	// Removed is set by Stop to what it removed after stopping the
+	// array (due, with DryRun): the /dev/md links made for it, by path,
+	// and its map file entry ("map entry md127 (/run/mdadm/map)").
+	Removed []string
 }
 
 // changeOf returns the caller's Change, or a throwaway one.
