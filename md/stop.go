@@ -494,8 +494,15 @@ func openersOf(procRoot string, devs []namedDev, array string) (users, unknown [
 			continue
 		}
 		if err != nil {
-			unknown = append(unknown, fmt.Sprintf("process %s: %v", pid, err))
+			unknown = append(unknown, fmt.Sprintf("the open descriptors of process %s: %v", pid, err))
 			continue
+		}
+		who := func() string {
+			comm, _ := os.ReadFile(filepath.Join(procRoot, pid, "comm"))
+			if c := strings.TrimSpace(string(comm)); c != "" {
+				return "process " + pid + " (" + escape.Text(c) + ")"
+			}
+			return "process " + pid
 		}
 		seen := map[string]bool{}
 		for _, fd := range fds {
@@ -505,20 +512,17 @@ func openersOf(procRoot string, devs []namedDev, array string) (users, unknown [
 				continue
 			}
 			if err != nil {
-				unknown = append(unknown, fmt.Sprintf("process %s descriptor %s: %v", pid, fd.Name(), err))
-				continue
+				// One line per process: its other descriptors
+				// are most likely closed to us too.
+				unknown = append(unknown, fmt.Sprintf("the open descriptors of %s: %v", who(), err))
+				break
 			}
 			d, ok := find(devs, uint64(st.Rdev))
 			if !ok || st.Mode&unix.S_IFMT != unix.S_IFBLK || seen[d] {
 				continue
 			}
 			seen[d] = true
-			comm, _ := os.ReadFile(filepath.Join(procRoot, pid, "comm"))
-			who := "process " + pid
-			if c := strings.TrimSpace(string(comm)); c != "" {
-				who += " (" + escape.Text(c) + ")"
-			}
-			users = append(users, of(d, array)+"open by "+who)
+			users = append(users, of(d, array)+"open by "+who())
 		}
 	}
 	return users, unknown

@@ -69,6 +69,12 @@ var exitTable = []exitGroup{
 		{exitRefused, "refused, nothing written: " + noSuchArray + ", a planner refusal, a held lock, an unsafe run directory"},
 		{exitPartial, "failed after changing something: the message says exactly what"},
 	}},
+	{[]string{"stop"}, []exitRow{
+		{exitOK, "stopped (every array named), or the dry run's checks passed"},
+		{exitFailure, "failed, nothing changed: the system could not be read, or the kernel did not stop the array"},
+		{exitRefused, "refused, nothing written: " + noSuchArray + ", mounted, held by another device, used as swap, open by a process (each named), still busy after 5 s of retries, external metadata, a held lock"},
+		{exitPartial, "stopped, but a /dev/md link or the map file entry could not be removed: the message says which"},
+	}},
 	{[]string{"record"}, []exitRow{
 		{exitOK, "recorded and saved"},
 		{exitFailure, "the system could not be read or the store not saved"},

@@ -31,6 +31,7 @@ type Globals struct {
 	RunDir   string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
 	MapDir   string           `name:"map-dir" default:"/run/mdadm" placeholder:"DIR" help:"Where mdadm's map file is, which assemble, incremental and stop keep as mdadm does."`
 	HomeHost string           `name:"homehost" placeholder:"NAME" help:"The homehost that decides which arrays are local (default: the host name)."`
+	Proc     string           `name:"proc" default:"/proc" placeholder:"DIR" help:"Where procfs is mounted (stop reads the swap table and every process's open descriptors)."`
 	Version  kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`
 }
 
@@ -46,6 +47,7 @@ type CLI struct {
 	Run         RunCmd         `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Assemble    AssembleCmd    `cmd:"" help:"Assemble arrays from their superblocks, with no configuration: every array with --scan, as udev does at boot."`
 	Incremental IncrementalCmd `cmd:"" help:"Add one device to its array and start the array when complete, as udev's mdadm --incremental."`
+	Stop        StopCmd        `cmd:"" help:"Stop arrays, as mdadm --stop does; refuses one that is mounted, held, used as swap or open, naming who."`
 	Record      RecordCmd      `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
 	Check       CheckCmd       `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
 	Heal        HealCmd        `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
@@ -233,7 +235,7 @@ type clock func() time.Time
 // openManager builds the Manager from the global flags. A system that
 // cannot be opened exits 1, or 4 for status (as mdadm --detail --test).
 func openManager(k *kong.Context, g *Globals, now func() time.Time) (*md.Manager, error) {
-	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: g.RunDir, Now: now,
+	m, err := md.Open(&md.Config{SysRoot: g.Sysfs, DevRoot: g.Dev, RunDir: g.RunDir, ProcRoot: g.Proc, Now: now,
 		MapDir: g.MapDir, HomeHost: g.HomeHost, NoUdev: os.Getenv("MDADM_NO_UDEV") == "1"})
 	if err != nil {
 		code := exitFailure

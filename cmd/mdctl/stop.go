@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// StopCmd is `mdctl stop`.
+type StopCmd struct {
+	Arrays []string `arg:"" predictor:"array" help:"The arrays to stop (md127, /dev/md/boot, boot, or a UUID)."`
+	DryRun bool     `name:"dry-run" help:"Check as the real stop does (same refusals and exit codes), print what would be done, write nothing."`
+}
+
+// Help is the command's exit codes, shown by --help.
+func (c *StopCmd) Help() string { return exitHelp("stop") }
+
+// Run stops each array in turn (md.Manager.Stop), as mdadm --stop does.
+// It refuses (exit 2) an array that is mounted, held, used as swap or
+// open by a process, naming who. With several arrays, each is tried and
+// the exit code is the worst: 3 (stopped, cleanup failed) over 1
+// (failed) over 2 (refused).
+func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
+	worst := exitOK
+	var msgs []string
+	for _, a := range c.Arrays {
+		label := a
+		if st, err := m.Status(ctx, a); err == nil {
+			label = st.Device
+			if st.Name != "" {
+				label += " (" + st.Name + ")"
+			}
+		}
+		ch := md.Change{DryRun: c.DryRun}
+		err := m.Stop(ctx, a, &ch)
+		if err != nil {
+			code := stopCode(err)
+			if stopWorse(code, worst) {
+				worst = code
+			}
+			msgs = append(msgs, err.Error())
+			continue
+		}
+		if c.DryRun {
+			what := "STOP_ARRAY"
+			if len(ch.Removed) > 0 {
+				what += ", then remove " + strings.Join(ch.Removed, ", ")
+			}
+			printLine(k.Stdout, "mdctl: would stop %s (%s); nothing written (dry run)", label, what)
+			continue
+		}
+		printLine(k.Stdout, "mdctl: stopped %s", label)
+		for _, r := range ch.Removed {
+			printLine(k.Stdout, "mdctl: removed %s", r)
+		}
+	}
+	if worst == exitOK {
+		return nil
+	}
+	// One line each, as main prints the last (escaped).
+	for _, msg := range msgs[:len(msgs)-1] {
+		printLine(k.Stderr, "mdctl: error: %s", msg)
+	}
+	return &exitError{code: worst, msg: msgs[len(msgs)-1]}
+}
+
+// stopCode is the exit code of a Stop error.
+func stopCode(err error) int {
+	switch {
+	case errors.Is(err, md.ErrStopIncomplete):
+		return exitPartial
+	case errors.Is(err, md.ErrRefused):
+		return exitRefused
+	}
+	return exitFailure
+}
+
+// stopWorse orders stop's exit codes: something changed and failed (3),
+// then failed (1), then refused (2).
+func stopWorse(a, b int) bool {
+	rank := func(c int) int {
+		return map[int]int{exitOK: 0, exitRefused: 1, exitFailure: 2, exitPartial: 3}[c]
+	}
+	return rank(a) > rank(b)
+}
