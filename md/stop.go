@@ -117,7 +117,7 @@ func decideStop(f *stopFacts) error {
 // after it as mdadm does: it removes the array's /dev/md/NAME link and
 // its partition links (NAMEpK, or NAMEK when NAME does not end in a
 // digit) when each is a symbolic link whose text is exactly the absolute
-// node path, DEVROOT/mdN or DEVROOT/mdNpK (the links mdadm makes without
+// node path, /dev/mdN or /dev/mdNpK (the links mdadm makes without
 // udev, and mdctl makes; udev's relative links are udev's), and the
 // array's entry in mdadm's map file (Config.MapDir). NAME is the map
 // entry's path, or the array's name from its superblock. array is named
@@ -285,7 +285,8 @@ func (m *Manager) stopLinks(name string, st Array, entry mapfile.Entry) []stopLi
 			add(filepath.Join(mdDir, n))
 		}
 	}
-	node := filepath.Join(m.devRoot, name)
+	// The text mdadm (and assemble) write, whatever the dev root.
+	node := "/dev/" + name
 	var out []stopLink
 	for _, b := range bases {
 		out = append(out, stopLink{b, node})

@@ -416,16 +416,17 @@ func (r *stopRig) linksAndMap(t testing.TB) {
 	if err := os.MkdirAll(md, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	node := filepath.Join(r.dev, r.name)
+	node := "/dev/" + r.name
 	for _, l := range []struct{ link, target string }{
-		{"boot", node},                                 // made by mdadm -A without udev: removed
-		{"boot1", node + "p1"},                         // its partition link: removed
-		{"boot15", node + "p15"},                       // the last partition mdadm looks at
-		{"boot16", node + "p16"},                       // beyond: left
-		{"boot2", filepath.Join(r.dev, "md126p2")},     // another array's: left
-		{"talos:boot", "../" + r.name},                 // relative, as udev makes them: left
-		{"md-127", node},                               // not a name of this array: left
-		{"boot3", filepath.Join(r.dev, "md/../md127")}, // not exactly the node: left
+		{"boot", node},                          // made by mdadm -A without udev: removed
+		{"boot1", node + "p1"},                  // its partition link: removed
+		{"boot15", node + "p15"},                // the last partition mdadm looks at
+		{"boot16", node + "p16"},                // beyond: left
+		{"boot2", "/dev/md126p2"},               // another array's: left
+		{"talos:boot", "../" + r.name},          // relative, as udev makes them: left
+		{"md-127", node},                        // not a name of this array: left
+		{"boot5", filepath.Join(r.dev, r.name)}, // not the text mdadm writes: left
+		{"boot3", "/dev/md/../md127"},           // not exactly the node: left
 	} {
 		if err := os.Symlink(l.target, filepath.Join(md, l.link)); err != nil {
 			t.Fatal(err)
@@ -473,7 +474,7 @@ func TestStopRemovesItsOwn(t *testing.T) {
 		c.Check(err, qt.ErrorIs, os.ErrNotExist, qt.Commentf("%s", l))
 	}
 	after := r.images(t)
-	for _, l := range []string{"boot16", "boot2", "talos:boot", "md-127", "boot3", "boot4"} {
+	for _, l := range []string{"boot16", "boot2", "talos:boot", "md-127", "boot5", "boot3", "boot4"} {
 		p := filepath.Join(md, l)
 		c.Check(after[p], qt.Equals, before[p], qt.Commentf("%s", l))
 	}
@@ -488,7 +489,7 @@ func TestStopMapPath(t *testing.T) {
 	r := newStopRig(t, "boot-mirror")
 	md := filepath.Join(r.dev, "md")
 	c.Assert(os.MkdirAll(md, 0o700), qt.IsNil)
-	node := filepath.Join(r.dev, r.name)
+	node := "/dev/" + r.name
 	c.Assert(os.Symlink(node, filepath.Join(md, "custom7")), qt.IsNil)
 	c.Assert(os.Symlink(node+"p1", filepath.Join(md, "custom7p1")), qt.IsNil)
 	c.Assert(os.Symlink(node, filepath.Join(r.dev, "elsewhere")), qt.IsNil)
