@@ -187,10 +187,14 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		cat /proc/mdstat
 		mdadm --detail --scan | tee /state/detail-scan
 		for l in /dev/md/*; do mdadm --detail "$l" >/dev/null || [ $? -le 2 ]; done
-		mdadm --stop --scan
-		[ -z "$(ls /sys/block | grep '^md' || true)" ] || ls /sys/block
+		# mdctl stop, then mdadm assembles them again.
+		for d in /sys/block/md*; do ` + mdctl + ` stop "${d##*/}"; done
+		[ -z "$(ls /sys/block | grep '^md' || true)" ] || { ls /sys/block; exit 1; }
+		[ ! -s /run/mdadm/map ]
+		[ -z "$(ls /dev/md 2>/dev/null)" ] || { ls -l /dev/md; exit 1; }
 		mdadm --assemble --scan --run || true
 		cat /proc/mdstat
+		[ "$(grep -c ' : active ' /proc/mdstat)" -ge 4 ]
 		verify
 	`)})
 	// Boot 3: mdctl incremental in the same order, without mdadm.
@@ -231,16 +235,6 @@ func sortLines(s string) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
 	sort.Strings(l)
 	return strings.Join(l, "\n")
-}
-
-func dropRC(s string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(l, "rc ") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 var mdNum = regexp.MustCompile(`\bmd[0-9]+\b`)
