@@ -168,7 +168,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 
 	// Boot 2: mdadm --incremental, then the cross-checks with mdadm.
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + `
-		{ ` + each("mdadm --incremental") + `; dump; } > /state/mdadm.txt
+		{ ` + each("mdadm --incremental --export") + `; dump; } > /state/mdadm.txt
 		cat /state/mdadm.txt; cat /run/mdadm/map
 		lastresort "mdadm --run" > /state/mdadm-run.txt
 		cat /state/mdadm-run.txt
@@ -199,7 +199,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	`)})
 	// Boot 3: mdctl incremental in the same order, without mdadm.
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
-		{ ` + each(mdctl+" incremental >&2") + `; dump; } > /state/mdctl.txt
+		{ ` + each(mdctl+" incremental --export") + `; dump; } > /state/mdctl.txt
 		cat /state/mdctl.txt; cat /run/mdadm/map
 		cp /run/mdadm/map /state/map-mdctl
 		lastresort "` + mdctl + ` run" > /state/mdctl-run.txt
