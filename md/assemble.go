@@ -286,9 +286,9 @@ func (m *Manager) deletePartitions(res *IncrementalResult, o *offered) error {
 	}
 	if err != nil {
 		if len(done) == 0 && errors.Is(err, unix.EBUSY) {
-			return refuse(incrementalOp, res.Array, o.path, fmt.Errorf("%w: %s cannot be opened exclusively: %w", ErrInUse, o.kname, err))
+			return refuse(incrementalOp, res.Array, o.path, fmt.Errorf("%w: %s cannot be opened exclusively, or a partition of it is in use: %w", ErrInUse, o.kname, err))
 		}
-		return fmt.Errorf("md: %s: %w", o.kname, err)
+		return fmt.Errorf("md: deleting the kernel's partitions of %s: %w", o.kname, err)
 	}
 	return nil
 }

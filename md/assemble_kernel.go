@@ -114,7 +114,13 @@ func (k sysKernel) DeletePartitions(path string) ([]int, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ioctl.DeletePartitions(f, 15)
+	done, err := ioctl.DeletePartitions(f, 15)
+	if errors.Is(err, unix.EINVAL) {
+		// A partition, or a device that has no partition table
+		// support: nothing to delete.
+		return done, nil
+	}
+	return done, err
 }
 
 // MakeNode mknods path as a block device for dev, mode 0600 (mdadm's

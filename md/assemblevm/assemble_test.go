@@ -7,6 +7,7 @@
 package assemblevm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,7 +26,7 @@ import (
 
 const (
 	diskSize = 32 << 20
-	nDisks   = 13
+	nDisks   = 14 // the last holds two partitions
 	mdctl    = "/vmtest/bin/mdctl"
 )
 
@@ -50,7 +51,7 @@ dump() {
 			[ -e "$m" ] || continue
 			k=${m##*/dev-}
 			p=$(for l in /dev/disk/by-path/*; do [ "$(readlink -f "$l")" = "/dev/$k" ] && echo "${l##*/}"; done)
-			echo "$p:$(cat "$m/slot")"
+			echo "${p:-$k}:$(cat "$m/slot")"
 		done | sort | tr '\n' ' ')
 		echo "${d##*/} level=$(cat "$d/md/level") state=$st members=$mem"
 	done | sort
@@ -129,6 +130,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	share := vmtest.Share{Tag: "state", HostDir: state, GuestDir: "/state"}
 	disks, err := vmtest.ScratchDisks(t.TempDir(), nDisks, diskSize)
 	c.Assert(err, qt.IsNil)
+	c.Assert(writeMBR(disks[nDisks-1].Path), qt.IsNil)
 
 	// Boot 1: mdadm creates every kind, data goes on, all stop.
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: disks, Cmd: sh(guestLib + `
@@ -139,6 +141,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		$c /dev/md/data --level=10 --raid-devices=2 --metadata=1.2 --name=data --homehost=elsewhere $P7 $P8
 		$c /dev/md/three --level=1 --raid-devices=3 --metadata=1.2 --name=three --homehost=talos $P9 $P10 $P11
 		$c /dev/md/half --level=1 --raid-devices=2 --metadata=1.2 --name=half --homehost=talos $P12 missing
+		$c /dev/md/parts --level=1 --raid-devices=2 --metadata=1.2 --name=parts --homehost=talos /dev/vdn1 /dev/vdn2
 		mdadm /dev/md/three --fail $P11
 		mdadm /dev/md/three --remove $P11
 		ls -l /dev/md/
@@ -154,10 +157,17 @@ func TestAssembleLikeMdadm(t *testing.T) {
 
 	// The order udev would deliver the disks in: shuffled, the same for
 	// mdadm and mdctl.
-	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks)
+	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks + 1)
 	var devs []string
 	for _, i := range order {
-		devs = append(devs, fmt.Sprintf("$P%d", i))
+		switch {
+		case i < nDisks-1:
+			devs = append(devs, fmt.Sprintf("$P%d", i))
+		case i == nDisks-1:
+			devs = append(devs, "/dev/vdn1")
+		default:
+			devs = append(devs, "/dev/vdn2")
+		}
 	}
 	each := func(cmd string) string {
 		return "for d in " + strings.Join(devs, " ") + "; do rc=0; " + cmd + ` "$d" || rc=$?; echo "rc ${d##*/} $rc"; done`
@@ -226,9 +236,32 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	c.Check(read("mdctl-run.txt"), qt.Equals, read("mdadm-run.txt"))
 	c.Check(canonical(read("scan.txt")), qt.Equals, canonical(read("mdadm-sorted.txt")))
 	// Every array is there, with its link.
-	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half "} {
+	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half ", "link parts "} {
 		c.Check(want, qt.Contains, l)
 	}
+}
+
+// writeMBR gives the image at p an MS-DOS partition table with two
+// partitions of type fd (Linux raid autodetect), at 1 MiB and 16 MiB,
+// 30000 sectors each.
+func writeMBR(p string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	mbr := make([]byte, 512)
+	for i, start := range []uint32{2048, 32768} {
+		e := mbr[446+16*i:]
+		e[4] = 0xfd
+		binary.LittleEndian.PutUint32(e[8:], start)
+		binary.LittleEndian.PutUint32(e[12:], 30000)
+	}
+	mbr[510], mbr[511] = 0x55, 0xaa
+	if _, err := f.WriteAt(mbr, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func sortLines(s string) string {
