@@ -142,3 +142,17 @@ func TestKernelAtLeast(t *testing.T) {
 	c.Check(kernelAtLeast("6.1.0-57-amd64", syncDeleteFrom), qt.IsFalse)
 	c.Check(kernelAtLeast("garbage", syncDeleteFrom), qt.IsFalse)
 }
+
+func TestMatchesArray(t *testing.T) {
+	c := qt.New(t)
+	s := sb1("talos:boot")
+	copy(s.SetUUID[:], []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00})
+	for _, w := range []string{"boot", "talos:boot", "11223344:55667788:99aabbcc:ddeeff00", "11223344-5566-7788-99aa-bbccddeeff00"} {
+		c.Check(matchesArray(s, w, "talos"), qt.IsTrue, qt.Commentf("%s", w))
+	}
+	for _, w := range []string{"boo", "other:boot", "11223344:55667788:99aabbcc:ddeeff01"} {
+		c.Check(matchesArray(s, w, "talos"), qt.IsFalse, qt.Commentf("%s", w))
+	}
+	// A foreign array is matched by its whole name.
+	c.Check(matchesArray(s, "talos:boot", "other"), qt.IsTrue)
+}

@@ -222,6 +222,16 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		dump > /state/scan.txt
 		cat /state/scan.txt
 		verify
+		# One array at a time, by name and by UUID.
+		u=$(cat /sys/block/$(basename "$(readlink -f /dev/md/r5)")/md/uuid)
+		` + mdctl + ` stop /dev/md/boot /dev/md/r5
+		[ ! -e /dev/md/boot ] && [ ! -e /dev/md/r5 ]
+		` + mdctl + ` assemble boot
+		` + mdctl + ` assemble "$u"
+		[ "$(cat /sys/block/$(basename "$(readlink -f /dev/md/boot)")/md/array_state)" = clean ]
+		[ "$(cat /sys/block/$(basename "$(readlink -f /dev/md/r5)")/md/array_state)" = clean ]
+		rc=0; ` + mdctl + ` assemble nosuch || rc=$?; [ $rc = 2 ]
+		verify
 	`)})
 
 	read := func(name string) string {
