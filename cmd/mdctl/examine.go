@@ -17,7 +17,8 @@ import (
 // ExamineCmd is `mdctl examine`.
 type ExamineCmd struct {
 	Devices []string `arg:"" name:"device" help:"Member block devices or image files." type:"path"`
-	JSON    bool     `name:"json" help:"Print a JSON array, one object per device (schema in EXAMINE-JSON.md)."`
+	JSON    bool     `name:"json" xor:"format" help:"Print a JSON array, one object per device (schema in EXAMINE-JSON.md)."`
+	Export  bool     `name:"export" xor:"format" help:"Print the KEY=VALUE lines of mdadm --examine --export (MD_LEVEL, MD_DEVICES, MD_NAME, MD_ARRAY_SIZE, MD_UUID, MD_UPDATE_TIME, MD_DEV_UUID, MD_EVENTS), one block per device."`
 }
 
 // exitError is an error with an exit code (for examine, an
@@ -52,7 +53,7 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 		if rep.Status != examine.OK {
 			failed++
 		}
-		if c.JSON {
+		if c.JSON || c.Export {
 			continue
 		}
 		if printed && rep.Superblock() != nil {
@@ -63,6 +64,11 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 			printed = true
 		}
 		writeDiagnostics(k.Stderr, rep)
+	}
+	if c.Export {
+		if err := exportExamine(k.Stdout, k.Stderr, reports); err != nil {
+			return err
+		}
 	}
 	if c.JSON {
 		out := make([]jsonReport, 0, len(reports))

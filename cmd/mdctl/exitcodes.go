@@ -52,7 +52,7 @@ const noSuchArray = "no such array (or a name matching several)"
 // table's last line.
 var exitTable = []exitGroup{
 	{[]string{"status"}, []exitRow{
-		{exitHealthy, "every array is healthy (and always with --format=prometheus once metrics are printed)"},
+		{exitHealthy, "every array is healthy (and always with --format=prometheus once metrics are printed, and with --export once the keys are printed)"},
 		{exitDegraded, "an array is degraded"},
 		{exitFailed, "an array is failed or inactive"},
 		{exitUnreadable, "the status could not be read: " + noSuchArray + ", or an array state that is unreadable or unknown"},
@@ -157,10 +157,10 @@ func exitMarkdown() string {
 }
 
 // Help is the command's exit codes, shown by --help.
-func (c *StatusCmd) Help() string { return exitHelp("status") }
+func (c *StatusCmd) Help() string { return exportHelp + "\n\n" + exitHelp("status") }
 
 // Help is the command's exit codes, shown by --help.
-func (c *ExamineCmd) Help() string { return exitHelp("examine") }
+func (c *ExamineCmd) Help() string { return exportHelp + "\n\n" + exitHelp("examine") }
 
 // Help is the command's exit codes, shown by --help.
 func (c *ReplaceCmd) Help() string { return exitHelp("replace") }

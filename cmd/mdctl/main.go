@@ -29,7 +29,7 @@ type Globals struct {
 	Sysfs    string           `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted (a capture's; needs --dev)."`
 	Dev      string           `name:"dev" default:"/dev" placeholder:"DIR" help:"The device directory."`
 	RunDir   string           `name:"run-dir" default:"/run/mdraid" placeholder:"DIR" help:"Where the per-array lock files (and the notes of interrupted replaces) live."`
-	MapDir   string           `name:"map-dir" default:"/run/mdadm" placeholder:"DIR" help:"Where mdadm's map file is, which assemble, incremental and stop keep as mdadm does."`
+	MapDir   string           `name:"map-dir" default:"/run/mdadm" placeholder:"DIR" help:"Where mdadm's map file is, which assemble, incremental and stop keep as mdadm does (status --export reads MD_DEVNAME from it)."`
 	HomeHost string           `name:"homehost" placeholder:"NAME" help:"The homehost that decides which arrays are local (default: the host name)."`
 	Proc     string           `name:"proc" default:"/proc" placeholder:"DIR" help:"Where procfs is mounted (stop reads the swap table and every process's open descriptors)."`
 	Version  kong.VersionFlag `name:"version" short:"V" help:"Print the version and exit."`

@@ -19,6 +19,10 @@ type StatusCmd struct {
 	JSON   bool     `name:"json" help:"Same as --format=json."`
 	Format string   `name:"format" enum:"text,json,prometheus" default:"text" help:"Output format: text, json (schema in STATUS-JSON.md) or prometheus."`
 	Store  string   `name:"store" placeholder:"FILE" help:"The record file mdctl check keeps: show each array's last completed check from it."`
+	// Export and NoDevices are mdadm --detail --export and --no-devices
+	// (export.go).
+	Export    bool `name:"export" help:"Print the KEY=VALUE lines of mdadm --detail --export for one ARRAY (MD_LEVEL, MD_DEVICES, MD_METADATA, MD_UUID, MD_DEVNAME, MD_RESHAPE_ACTIVE, MD_NAME, MD_DEVICE_*_ROLE and _DEV); exits 0 once they are printed."`
+	NoDevices bool `name:"no-devices" help:"With --export, leave out the per-member MD_DEVICE_* keys."`
 }
 
 // Run prints the status and exits as mdadm --detail --test does: 0 when
@@ -30,6 +34,17 @@ type StatusCmd struct {
 // that a textfile collector's file keeps being replaced while an array
 // is degraded.
 func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now clock) error {
+	if c.Export || c.NoDevices {
+		switch {
+		case !c.Export:
+			return &exitError{code: exitUsage, msg: "--no-devices needs --export"}
+		case len(c.Arrays) != 1:
+			return &exitError{code: exitUsage, msg: "--export takes exactly one array"}
+		case c.JSON || c.Format != "text" || c.Store != "":
+			return &exitError{code: exitUsage, msg: "--export cannot be combined with --json, --format or --store"}
+		}
+		return exportStatus(ctx, k, open, c.Arrays[0], !c.NoDevices)
+	}
 	format := c.Format
 	if c.JSON {
 		format = "json"
