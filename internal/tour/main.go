@@ -28,6 +28,8 @@ var steps = []struct {
 	{args: []string{"status", "--sysfs", "$R/raid1-failed/sys", "--dev", "$R/raid1-failed/dev", "--format=prometheus"},
 		grep: "^(node_md_disks|mdraid_slot|mdraid_member_state)"},
 	{args: []string{"examine", "$R/raid1-failed/dev/vdb"}},
+	{args: []string{"status", "--sysfs", "$R/raid1-failed/sys", "--dev", "$R/raid1-failed/dev", "--map-dir", "$R/run-mdadm", "--export", "md0"}},
+	{args: []string{"examine", "--export", "$R/raid1-failed/dev/vda"}},
 	{args: []string{"examine", "$R/raid1-v1.2-k7.2/dev/vda"}},
 }
 
