@@ -23,8 +23,12 @@ import (
 // as a udev value (UdevSafe): a fact that would not be is left out and
 // said so in Warnings.
 type DetailExport struct {
-	// Device is the kernel name, "md127".
+	// Device is the kernel name of the array, "md127".
 	Device string
+	// Partition is set when Export was asked about a partition of the
+	// array (the array rules run for md127p1 too): the keys are the
+	// array's, without members, as mdadm prints them.
+	Partition bool
 	// Level is mdadm's level name ("raid1", "linear", "container", …):
 	// the kernel's for a running array, the freshest member
 	// superblock's for one that is not; "" when neither names a level
@@ -153,13 +157,19 @@ func (m *Manager) Export(ctx context.Context, name string) (*DetailExport, error
 		return nil, err
 	}
 	kname, err := m.resolve(name)
+	partition := false
+	if errors.Is(err, ErrNoArray) {
+		if p, ok := m.partitionOf(name); ok {
+			kname, err, partition = p, nil, true
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	fsys := m.fs.WithCache()
 	s := m.readFS(fsys, kname)
 	d := derive(s)
-	e := &DetailExport{Device: kname, RaidDisks: d.raidDisks}
+	e := &DetailExport{Device: kname, Partition: partition, RaidDisks: d.raidDisks}
 	warn := func(format string, args ...any) { e.Warnings = append(e.Warnings, fmt.Sprintf(format, args...)) }
 
 	// Level and slots as mdadm prints them: with no raid_disks in sysfs
@@ -218,6 +228,11 @@ func (m *Manager) Export(ctx context.Context, name string) (*DetailExport, error
 
 	m.exportDevName(e)
 
+	if partition {
+		// mdadm finds no md directory for a partition and lists no
+		// members.
+		return e, nil
+	}
 	a, err := fsys.Array(kname)
 	if err == nil {
 		var mems []sysfs.Member
@@ -231,6 +246,36 @@ func (m *Manager) Export(ctx context.Context, name string) (*DetailExport, error
 		warn("members left out: %v", err)
 	}
 	return e, nil
+}
+
+// partitionOf returns the array that the block device name (as for
+// resolve: "md127p1", "/dev/md127p1") is a partition of.
+func (m *Manager) partitionOf(name string) (string, bool) {
+	var d *blockdev.Device
+	var err error
+	base := strings.TrimPrefix(strings.TrimPrefix(name, m.devRoot+"/"), "/dev/")
+	if strings.Contains(base, "/") {
+		dn, ok := devNumOf(name)
+		if !ok {
+			return "", false
+		}
+		d, err = blockdev.LookupDev(m.fs, m.devRoot, dn)
+	} else {
+		d, err = blockdev.Lookup(m.fs, m.devRoot, base)
+	}
+	if err != nil || d.Partition == 0 || d.Parent == "" {
+		return "", false
+	}
+	arrays, err := m.fs.Arrays()
+	if err != nil {
+		return "", false
+	}
+	for _, a := range arrays {
+		if a == d.Parent {
+			return a, true
+		}
+	}
+	return "", false
 }
 
 // exportDevName fills DevName from the map entry of e's array, or from

@@ -582,3 +582,29 @@ func TestContribLastResortUnits(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(string(b), qt.Contains, `ENV{SYSTEMD_WANTS}+="mdctl-last-resort@$env{MD_DEVICE}.timer"`)
 }
+
+// TestStatusExportPartition: the array rules run for partitions of an
+// array too; the keys are the array's (the rules add -part%n and p%n),
+// without members, as mdadm prints them for a partition.
+func TestStatusExportPartition(t *testing.T) {
+	c := qt.New(t)
+	flags, fc := goldenCase(t, "boot-mirror")
+	captureMap(t, fc, "map")
+	part := filepath.Join("sys", "devices", "virtual", "block", "md127", "md127p1")
+	c.Assert(os.MkdirAll(part, 0o755), qt.IsNil)
+	for f, v := range map[string]string{"dev": "259:0\n", "partition": "1\n", "size": "1000\n", "uevent": "MAJOR=259\nMINOR=0\nDEVNAME=md127p1\nDEVTYPE=partition\nPARTN=1\n"} {
+		c.Assert(os.WriteFile(filepath.Join(part, f), []byte(v), 0o644), qt.IsNil)
+	}
+	c.Assert(os.MkdirAll(filepath.Join("sys", "class", "block"), 0o755), qt.IsNil)
+	c.Assert(os.Symlink("../../devices/virtual/block/md127/md127p1", filepath.Join("sys", "class", "block", "md127p1")), qt.IsNil)
+
+	_, whole, _ := runCLI(t, append([]string{"status", "--export", "--no-devices", "md127", "--map-dir", "map"}, flags...)...)
+	code, out, errOut := runCLI(t, append([]string{"status", "--export", "md127p1", "--map-dir", "map"}, flags...)...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Check(out, qt.Equals, whole)
+	c.Check(out, qt.Contains, "MD_DEVNAME=boot\n")
+	c.Check(out, qt.Not(qt.Contains), "MD_DEVICE_")
+	// A partition of something else is no array.
+	code, _, _ = runCLI(t, append([]string{"status", "--export", "vda1", "--map-dir", "map"}, flags...)...)
+	c.Check(code, qt.Equals, exitUnreadable)
+}
