@@ -9,7 +9,9 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
 	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+	"github.com/go-mdraid/mdraid/md/mapfile"
 )
 
 // exportCases are the arrays of issue 11's first boot that the export
@@ -45,7 +47,8 @@ func sortedKeys(out string) []string {
 // status --export` (with and without --no-devices) with `mdadm --detail
 // --export` for each array while it runs, and then `mdctl examine
 // --export` with `mdadm --examine --export` for each member once it is
-// stopped, key by key as sorted text. The one allowed difference is
+// stopped, key by key as sorted text, and checks the map line mdadm
+// wrote (its UUID text and path). The one allowed difference is
 // MD_RESHAPE_ACTIVE, which mdadm prints only since 4.5: when mdadm does
 // not print it, mdctl's must be False (no array here reshapes) and is
 // then left out of the comparison.
@@ -61,6 +64,7 @@ func TestVMExportAgreesWithMdadm(t *testing.T) {
 				args = append(args, d.Path)
 			}
 			guest.Mdadm(c, args...)
+			kname := guest.ArrayName(c, dev)
 			stopped := false
 			defer func() {
 				if !stopped {
@@ -89,6 +93,18 @@ func TestVMExportAgreesWithMdadm(t *testing.T) {
 					}
 				}
 			}
+
+			// The map line mdadm wrote carries the UUID as mapfile.UUIDText
+			// says (each group byte reversed for 1.x), which is how
+			// status --export matched it above without a warning.
+			entries, err := mapfile.Map{Dir: mapfile.DefaultDir}.Read()
+			c.Assert(err, qt.IsNil)
+			e, ok := mapfile.Find(entries, kname)
+			c.Assert(ok, qt.IsTrue, qt.Commentf("no map entry for %s: %v", kname, entries))
+			rep := examine.InspectPath(disks[0].Path)
+			c.Assert(rep.Superblock(), qt.Not(qt.IsNil))
+			c.Check(e.UUID, qt.Equals, mapfile.UUIDText(rep.Superblock()))
+			c.Check(e.Path, qt.Equals, dev)
 
 			guest.Mdadm(c, "--stop", dev)
 			stopped = true
