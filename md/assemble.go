@@ -375,7 +375,6 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	if err := m.deletePartitions(res, o); err != nil {
 		return err
 	}
-	m.syncDelete(res)
 	if err := m.asm.NewArray(array); err != nil {
 		return fmt.Errorf("md: creating %s: %w", array, err)
 	}
@@ -418,23 +417,6 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	}
 	res.Writes = append(res.Writes, "map "+array)
 	return nil
-}
-
-// syncDelete does what mdadm does before creating an array on a kernel
-// of 6.18 or later: turn legacy_async_del_gendisk off (a global md_mod
-// parameter; harmless when it is off already).
-func (m *Manager) syncDelete(res *IncrementalResult) {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil || !kernelAtLeast(unix.ByteSliceToString(u.Release[:]), syncDeleteFrom) {
-		return
-	}
-	v, err := m.fs.ModuleParameter("legacy_async_del_gendisk")
-	if err != nil || v == "N" {
-		return
-	}
-	if m.asm.SetModuleParameter("legacy_async_del_gendisk", "N") == nil {
-		res.Writes = append(res.Writes, "legacy_async_del_gendisk=N")
-	}
 }
 
 // makeLinks reports whether assembly makes /dev/md/NAME itself: when

@@ -3,7 +3,6 @@ package md
 import (
 	"crypto/sha1"
 	"encoding/binary"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -358,20 +357,4 @@ func enough(level superblock.Level, layout uint32, clean bool, avail []bool) boo
 		return survives("raid10", int64(layout), avail)
 	}
 	return false
-}
-
-// syncDeleteFrom is the first kernel (major, minor) for which mdadm
-// (util.c init_md_mod, 4.5 and later) turns md_mod's
-// legacy_async_del_gendisk off before creating an array: with it off,
-// STOP_ARRAY deletes the disk before it returns, so that a stopped
-// array's node is gone and its number free at once.
-var syncDeleteFrom = [2]int{6, 18}
-
-// kernelAtLeast reports whether release ("6.18.3-amd64") is at least v.
-func kernelAtLeast(release string, v [2]int) bool {
-	var maj, min int
-	if _, err := fmt.Sscanf(release, "%d.%d", &maj, &min); err != nil {
-		return false
-	}
-	return maj > v[0] || maj == v[0] && min >= v[1]
 }

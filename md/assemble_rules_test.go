@@ -134,15 +134,6 @@ func TestMismatch(t *testing.T) {
 	c.Check(mismatch(a, b), qt.Equals, "UUID")
 }
 
-func TestKernelAtLeast(t *testing.T) {
-	c := qt.New(t)
-	c.Check(kernelAtLeast("6.18.0-1-amd64", syncDeleteFrom), qt.IsTrue)
-	c.Check(kernelAtLeast("7.2.13+deb14-amd64", syncDeleteFrom), qt.IsTrue)
-	c.Check(kernelAtLeast("6.12.117+deb12-amd64", syncDeleteFrom), qt.IsFalse)
-	c.Check(kernelAtLeast("6.1.0-57-amd64", syncDeleteFrom), qt.IsFalse)
-	c.Check(kernelAtLeast("garbage", syncDeleteFrom), qt.IsFalse)
-}
-
 func TestMatchesArray(t *testing.T) {
 	c := qt.New(t)
 	s := sb1("talos:boot")
