@@ -177,15 +177,11 @@ func (m *Manager) offer(path string) (*offered, error) {
 // O_DIRECT, and refuses one assembly cannot use.
 func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
 	val, err := m.reads.do(filepath.Join(m.devRoot, kname)+" superblock", func() (any, error) {
-		dev, err := m.open(kname)
+		dev, size, err := m.openSized(kname)
 		if err != nil {
 			return nil, err
 		}
 		defer dev.Close()
-		size, err := dev.Size()
-		if err != nil {
-			return nil, err
-		}
 		pr, err := superblock.Probe(dev, size)
 		if err != nil {
 			return nil, err

@@ -425,16 +425,27 @@ func (m *Manager) readSuperblock(kname string, mv sysfs.MetadataVersion) (*super
 	return sb, err
 }
 
-func (m *Manager) readSuperblockNow(kname string, v superblock.Version) (*superblock.Superblock, error) {
+// openSized opens a member device (or image) for reading its
+// superblock, and returns its size.
+func (m *Manager) openSized(kname string) (device, int64, error) {
 	dev, err := m.open(kname)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, err := dev.Size()
+	if err != nil {
+		dev.Close()
+		return nil, 0, err
+	}
+	return dev, size, nil
+}
+
+func (m *Manager) readSuperblockNow(kname string, v superblock.Version) (*superblock.Superblock, error) {
+	dev, size, err := m.openSized(kname)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
-	size, err := dev.Size()
-	if err != nil {
-		return nil, err
-	}
 	sb, err := superblock.Read(dev, size, v)
 	var ce *superblock.ChecksumError
 	if errors.As(err, &ce) {

@@ -270,13 +270,18 @@ func (a Array) Members() ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sysfs: %w", err)
 	}
+	return a.members(ents), nil
+}
+
+// members keeps the dev-* directories of ents, in their order.
+func (a Array) members(ents []fs.DirEntry) []Member {
 	var out []Member
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), "dev-") && e.IsDir() {
 			out = append(out, Member{array: a, dir: e.Name()})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // MembersInKernelOrder is Members in the order the kernel lists the
@@ -293,13 +298,7 @@ func (a Array) MembersInKernelOrder() ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sysfs: %w", err)
 	}
-	var out []Member
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "dev-") && e.IsDir() {
-			out = append(out, Member{array: a, dir: e.Name()})
-		}
-	}
-	return out, nil
+	return a.members(ents), nil
 }
 
 // Member returns the member whose kernel device name is name (such as
