@@ -137,6 +137,10 @@ const (
 	SlotFaulty SlotState = "faulty"
 	// SlotMissing: no member holds the slot.
 	SlotMissing SlotState = "missing"
+	// SlotAssembled: the array is not running (assembled, waiting to
+	// start) and a member whose own superblock names this slot is bound
+	// to it; the kernel gives it the slot when the array starts.
+	SlotAssembled SlotState = "assembled"
 )
 
 // Slot is one slot of an array.

@@ -245,7 +245,7 @@ func decideRun(s *snapshot) error {
 	}
 	inSync := make([]bool, a.RaidDisks)
 	for _, sl := range a.Slots {
-		inSync[sl.Slot] = sl.State == SlotActive
+		inSync[sl.Slot] = sl.State == SlotActive || sl.State == SlotAssembled
 	}
 	if a.RaidDisks == 0 || !survives(a.Level, s.layout, inSync) {
 		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)

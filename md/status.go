@@ -95,8 +95,11 @@ func build(s *snapshot, devRoot string) Array {
 		switch {
 		case faulty:
 			sl.State = SlotFaulty
-		case sync || (!running && mem.sb != nil && mem.sb.Role().IsSlot()):
+		case sync:
 			sl.State = SlotActive
+			inSync[mem.Slot] = true
+		case !running && mem.sb != nil && mem.sb.Role().IsSlot():
+			sl.State = SlotAssembled
 			inSync[mem.Slot] = true
 		default:
 			sl.State = SlotRebuilding
