@@ -108,6 +108,10 @@ func TestGoldenStatus(t *testing.T) {
 			goldenRun(t, base, ".json", nil, append([]string{"status", "--json", fc.Info.Array}, flags...)...)
 			goldenRun(t, base, ".txt", nil, append([]string{"status"}, flags...)...)
 			goldenRun(t, base, ".prom", nil, append([]string{"status", "--format=prometheus", fc.Info.Array}, flags...)...)
+			// mdadm --detail --scan's ARRAY line, named from the map file
+			// mdadm kept on that system.
+			captureMap(t, fc, "mdadm-run")
+			goldenRun(t, base, ".brief", nil, append([]string{"status", "--brief", "--map-dir", "mdadm-run"}, flags...)...)
 		})
 	}
 }

@@ -23,6 +23,7 @@ type StatusCmd struct {
 	// (export.go).
 	Export    bool `name:"export" help:"Print the KEY=VALUE lines of mdadm --detail --export for one ARRAY (MD_LEVEL, MD_DEVICES, MD_METADATA, MD_UUID, MD_DEVNAME, MD_RESHAPE_ACTIVE, MD_NAME, MD_DEVICE_*_ROLE and _DEV); exits 0 once they are printed."`
 	NoDevices bool `name:"no-devices" help:"With --export, leave out the per-member MD_DEVICE_* keys."`
+	Brief     bool `name:"brief" help:"Print one mdadm.conf ARRAY line per array, as mdadm --detail --scan does; exits as status does."`
 }
 
 // Run prints the status and exits as mdadm --detail --test does: 0 when
@@ -44,6 +45,9 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 			return &exitError{code: exitUsage, msg: "--export cannot be combined with --json, --format or --store"}
 		}
 		return exportStatus(ctx, k, open, c.Arrays[0], !c.NoDevices)
+	}
+	if c.Brief && (c.JSON || c.Format != "text" || c.Store != "") {
+		return &exitError{code: exitUsage, msg: "--brief cannot be combined with --json, --format or --store"}
 	}
 	format := c.Format
 	if c.JSON {
@@ -82,7 +86,11 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 	case "prometheus":
 		warn = renderMetrics(out, r, readErr)
 	default:
-		err = renderText(out, r)
+		if c.Brief {
+			err = renderBrief(ctx, out, k.Stderr, m, r)
+		} else {
+			err = renderText(out, r)
+		}
 	}
 	if err == nil {
 		err = out.Flush()

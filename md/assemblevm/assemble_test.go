@@ -195,7 +195,8 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		rm -rf /dev/md /run/mdadm
 		` + mdctl + ` assemble --scan --run
 		cat /proc/mdstat
-		mdadm --detail --scan | tee /state/detail-scan
+		mdadm --detail --scan | sort | tee /state/detail-scan
+		{ ` + mdctl + ` status --brief || true; } | sort > /state/brief
 		for l in /dev/md/*; do mdadm --detail "$l" >/dev/null || [ $? -le 2 ]; done
 		# mdctl stop, then mdadm assembles them again.
 		for d in /sys/block/md*; do ` + mdctl + ` stop "${d##*/}"; done
@@ -244,6 +245,8 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	c.Check(read("mdctl.txt"), qt.Equals, want)
 	c.Check(sortLines(read("map-mdctl")), qt.Equals, sortLines(read("map-mdadm")))
 	c.Check(read("mdctl-run.txt"), qt.Equals, read("mdadm-run.txt"))
+	// status --brief prints mdadm --detail --scan's ARRAY lines.
+	c.Check(read("brief"), qt.Equals, read("detail-scan"))
 	c.Check(canonical(read("scan.txt")), qt.Equals, canonical(read("mdadm-sorted.txt")))
 	// Every array is there, with its link.
 	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half ", "link parts "} {
