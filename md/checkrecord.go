@@ -127,6 +127,7 @@ type LastCheck struct {
 // AddChecks sets each array's LastCheck from the check records in rs,
 // matched by UUID; arrays without a record are left alone.
 func (r *Report) AddChecks(rs *Records) {
+	r.AddRecords(rs)
 	for i := range r.Arrays {
 		a := &r.Arrays[i]
 		rec, ok := rs.Check(a.UUID)
@@ -135,5 +136,30 @@ func (r *Report) AddChecks(rs *Records) {
 		}
 		a.LastCheck = &LastCheck{Finished: rec.LastFinished, Action: rec.LastAction, MismatchSectors: rec.LastMismatches,
 			PendingAction: rec.Action, CursorSectors: rec.Cursor}
+	}
+}
+
+// AddRecords sets Slot.Recorded, from the slot records in rs, on every
+// missing or faulty slot of an array rs has a record of: which port and
+// disk belong in it (what heal would look for). AddChecks calls it.
+func (r *Report) AddRecords(rs *Records) {
+	for i := range r.Arrays {
+		a := &r.Arrays[i]
+		rec, ok := rs.find(a.UUID)
+		if !ok || a.UUID == "" {
+			continue
+		}
+		for j := range a.Slots {
+			sl := &a.Slots[j]
+			if sl.State != SlotMissing && sl.State != SlotFaulty {
+				continue
+			}
+			for _, sr := range rec.Slots {
+				if sr.Slot == sl.Slot {
+					sr := sr
+					sl.Recorded = &sr
+				}
+			}
+		}
 	}
 }

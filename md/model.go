@@ -152,6 +152,10 @@ type Slot struct {
 	// Replacement is a member being rebuilt as the replacement of Member
 	// (mdadm --replace); nil when there is none.
 	Replacement *Member `json:"replacement,omitempty"`
+	// Recorded is the slot's record from a store (Report.AddRecords),
+	// for a slot that is missing or faulty: the port and disk that
+	// belong there. Nil otherwise.
+	Recorded *SlotRecord `json:"recorded,omitempty"`
 }
 
 // Member is one device bound to an array.

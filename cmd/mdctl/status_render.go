@@ -171,7 +171,15 @@ func renderArray(w io.Writer, a *md.Array) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", slot, esc(state), esc(m.Path), dash(m.ByPath), dash(flags), ev)
 	}
 	for _, s := range a.Slots {
+		if s.Member == nil && s.Recorded != nil {
+			// The disk that belongs here, from the store.
+			fmt.Fprintf(tw, "  %d\t%s\t(recorded %s)\t%s\t\t\n", s.Slot, esc(string(s.State)), recordedDisk(s.Recorded), dash(s.Recorded.ByPath))
+			continue
+		}
 		row(fmt.Sprint(s.Slot), string(s.State), s.Member)
+		if s.Recorded != nil {
+			fmt.Fprintf(tw, "  \t\t(recorded %s)\t%s\t\t\n", recordedDisk(s.Recorded), dash(s.Recorded.ByPath))
+		}
 		if s.Replacement != nil {
 			row(fmt.Sprint(s.Slot), "replacement", s.Replacement)
 		}
@@ -283,4 +291,18 @@ func renderMetrics(w io.Writer, r *md.Report, readErr error) error {
 		return fmt.Errorf("some metrics were left out: %s", escape.Lines(gatherErr.Error()))
 	}
 	return nil
+}
+
+// recordedDisk names the disk a slot record remembers: its serial, or
+// its device UUID, or its kernel name then.
+func recordedDisk(r *md.SlotRecord) string {
+	switch {
+	case r.Serial != "":
+		return "serial " + escape.Text(r.Serial)
+	case r.DeviceUUID != "":
+		return "device UUID " + escape.Text(r.DeviceUUID)
+	case r.Device != "":
+		return "was " + escape.Text(r.Device)
+	}
+	return "disk"
 }

@@ -53,3 +53,28 @@ func TestStatusStoreLastCheck(t *testing.T) {
 	c.Check(errOut, qt.Contains, "warning: no check results shown: md: slot records are corrupt")
 	c.Check(out, qt.Equals, plain)
 }
+
+// TestStatusStoreRecordedSlot: with --store, a missing slot shows the
+// port and disk recorded for it (what heal looks for), in text and JSON;
+// without the store it is a bare "-".
+func TestStatusStoreRecordedSlot(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "raid1-degraded-missing")
+	path := filepath.Join(t.TempDir(), "records.json")
+	const uuid = "1f10be8e-3830-51da-26e5-c724eef424f0"
+	rs := &md.Records{Arrays: []md.Record{{UUID: uuid, Name: "0", Metadata: "1.2", Level: "raid1", RaidDisks: 2,
+		Slots: []md.SlotRecord{{Slot: 0, ByPath: "pci-0000:00:10.0", Device: "vda", Serial: "mdtest-0", LastHealthy: time.Unix(1e9, 0)},
+			{Slot: 1, ByPath: "pci-0000:00:11.0", Device: "vdb", Serial: "mdtest-\x1b[31m1", LastHealthy: time.Unix(1e9, 0)}}}}}
+	c.Assert(store.NewFile(path).Save(t.Context(), rs), qt.IsNil)
+
+	_, plain, _ := runCLI(t, append(flags, "status", "md0")...)
+	c.Check(plain, qt.Contains, "  1     missing  -\n")
+	code, out, errOut := runCLI(t, append(flags, "status", "--store", path, "md0")...)
+	c.Assert(code, qt.Equals, 1, qt.Commentf("%s", errOut))
+	c.Check(out, qt.Matches, `(?s).*\n  1     missing  \(recorded serial mdtest-\\x1b\[31m1\) +pci-0000:00:11.0\n`)
+	c.Check(out, qt.Not(qt.Contains), "\x1b")
+	_, out, _ = runCLI(t, append(flags, "status", "--json", "--store", path, "md0")...)
+	c.Check(out, qt.Contains, `"recorded": {
+            "slot": 1,
+            "by_path": "pci-0000:00:11.0",`)
+}
