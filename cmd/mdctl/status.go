@@ -89,7 +89,7 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 		if c.Brief {
 			err = renderBrief(ctx, out, k.Stderr, m, r)
 		} else {
-			err = renderText(out, r)
+			err = renderText(out, r, useColor(k.Stdout))
 		}
 	}
 	if err == nil {

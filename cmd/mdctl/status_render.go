@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/dsnet/golib/unitconv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
@@ -91,7 +93,11 @@ func dash(s string) string {
 
 // renderText writes one block per array: identity, state, a rebuild bar
 // while a sync runs, and a slot table.
-func renderText(w io.Writer, r *md.Report) error {
+//
+// With color (a terminal, and NO_COLOR unset) the health word is
+// coloured: green when online, yellow when degraded or read-only, red
+// otherwise.
+func renderText(w io.Writer, r *md.Report, color ...bool) error {
 	if len(r.Arrays) == 0 {
 		_, err := fmt.Fprintln(w, "no md arrays found")
 		return err
@@ -100,9 +106,30 @@ func renderText(w io.Writer, r *md.Report) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		if len(color) > 0 && color[0] {
+			var b strings.Builder
+			renderArray(&b, &a)
+			fmt.Fprint(w, colorHealth(b.String(), a.Availability))
+			continue
+		}
 		renderArray(w, &a)
 	}
 	return nil
+}
+
+// colorHealth colours the health word of one array's text block.
+func colorHealth(block string, av md.Availability) string {
+	word := strings.ToUpper(string(av))
+	code := "31" // red
+	switch av {
+	case md.Online:
+		code = "32"
+	case md.Degraded, md.ReadOnly:
+		code = "33"
+	}
+	// At a line start: a name in the title line may read "health:"
+	// too (escaped, but the words survive).
+	return strings.Replace(block, "\n  health: "+word, "\n  health: \x1b["+code+"m"+word+"\x1b[0m", 1)
 }
 
 // renderArray prints one array. Every string that comes from a disk
@@ -113,15 +140,16 @@ func renderArray(w io.Writer, a *md.Array) {
 	esc := escape.Text
 	title := esc(a.Path)
 	if a.Name != "" {
-		title += "  " + esc(a.Name)
+		title += "  (name " + esc(a.Name)
 		if a.Homehost != "" {
-			title += " (homehost " + esc(a.Homehost) + ")"
+			title += ", homehost " + esc(a.Homehost)
 		}
+		title += ")"
 	}
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(a.Level), dash(a.Metadata), dash(a.UUID))
-	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(short(a.State)))
+	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s,\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(short(a.State)))
 	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
 		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
 	tw.Flush()
@@ -146,8 +174,11 @@ func renderArray(w io.Writer, a *md.Array) {
 	if line := lastCheckLine(a.LastCheck); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	if a.Freeze != nil {
+	switch {
+	case a.Freeze != nil:
 		fmt.Fprintf(w, "  hint: %s\n", a.Freeze.Hint)
+	case act.Kind == sysfs.ActionFrozen:
+		fmt.Fprintf(w, "  hint: resync and recovery are frozen (sync_action is frozen): nothing is rebuilt until it is set to idle (echo idle > /sys/block/%s/md/sync_action), unless the tool that froze it is still at work\n", esc(a.Device))
 	}
 	var table strings.Builder
 	tw = tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
@@ -305,4 +336,18 @@ func recordedDisk(r *md.SlotRecord) string {
 		return "was " + escape.Text(r.Device)
 	}
 	return "disk"
+}
+
+// useColor reports whether w is a terminal and NO_COLOR is unset
+// (https://no-color.org).
+func useColor(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -208,3 +208,35 @@ func TestStatusByUUID(t *testing.T) {
 		qt.Check(t, r.Arrays[0].Device, qt.Equals, "md0", qt.Commentf("%s", name))
 	}
 }
+
+// TestStatusTextColor: the health word is coloured only when asked
+// (a terminal without NO_COLOR), and the rest of the text is unchanged.
+func TestStatusTextColor(t *testing.T) {
+	c := qt.New(t)
+	r := &md.Report{Arrays: []md.Array{{Device: "md0", Path: "/dev/md0", Availability: md.Degraded}}}
+	var plain, color strings.Builder
+	c.Assert(renderText(&plain, r), qt.IsNil)
+	c.Assert(renderText(&color, r, true), qt.IsNil)
+	c.Check(plain.String(), qt.Not(qt.Contains), "\x1b")
+	c.Check(color.String(), qt.Contains, "  health: \x1b[33mDEGRADED\x1b[0m")
+	c.Check(strings.ReplaceAll(strings.ReplaceAll(color.String(), "\x1b[33m", ""), "\x1b[0m", ""), qt.Equals, plain.String())
+	t.Setenv("NO_COLOR", "1")
+	c.Check(useColor(os.Stdout), qt.IsFalse)
+	t.Setenv("NO_COLOR", "")
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	c.Check(useColor(f), qt.IsFalse) // not a terminal
+}
+
+// TestStatusTextColorHostileName: a name that reads like the health line
+// is not what gets coloured.
+func TestStatusTextColorHostileName(t *testing.T) {
+	c := qt.New(t)
+	r := &md.Report{Arrays: []md.Array{{Device: "md0", Path: "/dev/md0", Name: "\n  health: ONLINE", Availability: md.Online}}}
+	var b strings.Builder
+	c.Assert(renderText(&b, r, true), qt.IsNil)
+	lines := strings.Split(b.String(), "\n")
+	c.Check(lines[0], qt.Not(qt.Contains), "\x1b")
+	c.Check(lines[2], qt.Matches, `  health: \x1b\[32mONLINE\x1b\[0m +redundancy .*`)
+}

@@ -64,7 +64,7 @@ func TestStatusTextEscapes(t *testing.T) {
 	code, out, errOut := runCLI(t, append(flags, "status")...)
 	c.Check(code, qt.Equals, 0, qt.Commentf("%s", errOut))
 	checkSafeText(c, "status", out)
-	c.Check(out, qt.Contains, `/md4  \x0a  health: ONLINE\x1b[8m (homehost h)`)
+	c.Check(out, qt.Contains, `/md4  (name \x0a  health: ONLINE\x1b[8m, homehost h)`)
 	c.Check(strings.Count(out, "\n  health:"), qt.Equals, 8)
 
 	code, out, _ = runCLI(t, append(flags, "status", "--json")...)
@@ -149,7 +149,7 @@ func TestAmbiguousNameCLI(t *testing.T) {
 	c.Check(os.IsNotExist(err), qt.IsTrue, qt.Commentf("record wrote %s", store))
 	code, out, _ := runCLI(t, append(flags, "status", "md0")...)
 	c.Check(code, qt.Equals, 0)
-	c.Check(out, qt.Contains, "/md0  a0")
+	c.Check(out, qt.Contains, "/md0  (name a0,")
 }
 
 // TestHealTextEscapes: a heal decision's reason can quote a disk.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,13 +39,13 @@ func main() {
 	root := flag.String("root", "/tour", "where to rebuild the captures")
 	fixtures := flag.String("fixtures", "testdata/fixtures", "the fixture directory")
 	flag.Parse()
-	if err := run(*mdctl, *root, *fixtures); err != nil {
+	if err := run(os.Stdout, *mdctl, *root, *fixtures); err != nil {
 		fmt.Fprintln(os.Stderr, "tour:", err)
 		os.Exit(1)
 	}
 }
 
-func run(mdctl, root, fixtures string) error {
+func run(w io.Writer, mdctl, root, fixtures string) error {
 	for _, name := range []string{"raid1-recovering", "raid1-failed", "raid1-v1.2-k7.2"} {
 		c, err := fixture.LoadCase(filepath.Join(fixtures, name))
 		if err != nil {
@@ -67,7 +68,7 @@ func run(mdctl, root, fixtures string) error {
 		if st.grep != "" {
 			line += " | grep -E '" + st.grep + "'"
 		}
-		fmt.Println(line)
+		fmt.Fprintln(w, line)
 		var out bytes.Buffer
 		cmd := exec.Command(mdctl, args...)
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -79,11 +80,11 @@ func run(mdctl, root, fixtures string) error {
 			b, _ := g.Output()
 			text = string(b)
 		}
-		fmt.Print(text)
+		fmt.Fprint(w, text)
 		var ee *exec.ExitError
 		switch {
 		case errors.As(err, &ee):
-			fmt.Printf("$ echo $?\n%d\n", ee.ExitCode())
+			fmt.Fprintf(w, "$ echo $?\n%d\n", ee.ExitCode())
 		case err != nil:
 			return err
 		}
