@@ -12,7 +12,6 @@ import (
 	qt "github.com/frankban/quicktest"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
-	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/google/uuid"
 )
 
@@ -124,7 +123,7 @@ func replaceOn(t *testing.T, fixtureName string) (*replaceRig, string) {
 func (r *replaceRig) candidate(t testing.TB, name string, size int64) string {
 	t.Helper()
 	p := filepath.Join(r.dev, name)
-	if err := vmtest.CreateImage(p, size); err != nil {
+	if err := createImage(p, size); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -182,7 +181,7 @@ func plugDisk(t testing.TB, sys, name, addr string) {
 		t.Fatal(err)
 	}
 	dev := filepath.Join(filepath.Dir(sys), "dev", name)
-	if err := vmtest.CreateImage(dev, 64<<20); err != nil {
+	if err := createImage(dev, 64<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -218,4 +217,19 @@ func checkStatus(p *Plan, name string) CheckStatus {
 		}
 	}
 	return ""
+}
+
+// createImage creates (or truncates) a sparse image of size bytes. (It
+// is not vmtest.CreateImage so that md's host tests do not import the VM
+// rig: scripts/test runs every package that does once per kernel.)
+func createImage(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
