@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
+	"github.com/google/uuid"
 )
 
 // Discover finds every md array in sysfs, running or not, with no
@@ -181,6 +183,10 @@ type snapshot struct {
 	// kernelNums is what GET_DISK_INFO said; nil when not asked (status)
 	// or when the ioctl failed (see devnumbers.go).
 	kernelNums *kernelNumbers
+	// sysUUID is the kernel's md/uuid (canonical), read only when no
+	// member superblock could be read (a user who may not open the
+	// members still sees the array's identity).
+	sysUUID string
 }
 
 type memberSnap struct {
@@ -294,6 +300,11 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	}
 	if s.metadata.Kind == sysfs.MetadataNative {
 		m.readSuperblocks(s)
+	}
+	if !slices.ContainsFunc(s.members, func(ms memberSnap) bool { return ms.sb != nil }) {
+		if u, err := a.UUID(); err == nil && u != (uuid.UUID{}) {
+			s.sysUUID = u.String()
+		}
 	}
 	return s
 }

@@ -42,7 +42,8 @@ func build(s *snapshot, devRoot string) Array {
 	a.ComponentBytes = s.component * 1024
 	running := d.running
 
-	// Identity from the freshest superblock.
+	// Identity from the freshest superblock, else the UUID from sysfs.
+	a.UUID = s.sysUUID
 	if newest := d.newest; newest != nil {
 		a.UUID = newest.SetUUID.String()
 		a.Name, a.Homehost = newest.Name(), newest.Homehost()

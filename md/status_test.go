@@ -2,6 +2,7 @@ package md
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -84,5 +85,28 @@ func TestUnknownLevelStillRuns(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 		c.Check(a.Level, qt.Equals, tt.want)
 		c.Check(a.Availability, qt.Equals, tt.avail, qt.Commentf("level %q", tt.level))
+	}
+}
+
+// TestStatusWithoutMemberAccess: a user who may not open the members
+// (not root) still gets the array's UUID, from sysfs, and each member
+// says why it has no superblock.
+func TestStatusWithoutMemberAccess(t *testing.T) {
+	c := qt.New(t)
+	fc := fixture.Named(t, "boot-mirror")
+	full := fixtureManager(t, fc)
+	want, err := full.Status(context.Background(), fc.Info.Array)
+	c.Assert(err, qt.IsNil)
+	m := fixtureManager(t, fc)
+	m.open = func(name string) (device, error) {
+		return nil, &fs.PathError{Op: "open", Path: "/dev/" + name, Err: fs.ErrPermission}
+	}
+	got, err := m.Status(context.Background(), fc.Info.Array)
+	c.Assert(err, qt.IsNil)
+	c.Check(got.UUID, qt.Equals, want.UUID)
+	c.Check(got.UUID, qt.Not(qt.Equals), "")
+	for _, sl := range got.Slots {
+		c.Assert(sl.Member, qt.IsNotNil)
+		c.Check(sl.Member.Error, qt.Matches, `.*permission denied`)
 	}
 }

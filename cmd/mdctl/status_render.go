@@ -182,6 +182,7 @@ func renderArray(w io.Writer, a *md.Array) {
 	}
 	var table strings.Builder
 	tw = tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	denied := false
 	fmt.Fprintln(tw, "  SLOT\tSTATE\tDEVICE\tBY-PATH\tFLAGS\tEVENTS")
 	row := func(slot, state string, m *md.Member) {
 		if m == nil {
@@ -196,7 +197,10 @@ func renderArray(w io.Writer, a *md.Array) {
 			}
 		}
 		flags := m.Flags.String()
-		if m.Error != "" {
+		switch {
+		case permissionDenied(m.Error) && !strings.Contains(m.Error, "; "):
+			denied = true // one hint below the table, not one per row
+		case m.Error != "":
 			flags += " error: " + m.Error
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", slot, esc(state), esc(m.Path), dash(m.ByPath), dash(flags), ev)
@@ -228,9 +232,18 @@ func renderArray(w io.Writer, a *md.Array) {
 			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 		}
 	}
+	if denied {
+		fmt.Fprintln(w, "  hint: the members' superblocks (events, names, roles) can only be read as root: run mdctl status as root for them")
+	}
 	for _, e := range a.Errors {
 		fmt.Fprintf(w, "  error: %s\n", esc(e))
 	}
+}
+
+// permissionDenied reports whether a member's read error is EACCES or
+// EPERM, as os errors spell them.
+func permissionDenied(msg string) bool {
+	return strings.HasSuffix(msg, "permission denied") || strings.HasSuffix(msg, "operation not permitted")
 }
 
 // lastCheckLine is the line about the stored check results

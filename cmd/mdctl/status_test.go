@@ -240,3 +240,21 @@ func TestStatusTextColorHostileName(t *testing.T) {
 	c.Check(lines[0], qt.Not(qt.Contains), "\x1b")
 	c.Check(lines[2], qt.Matches, `  health: \x1b\[32mONLINE\x1b\[0m +redundancy .*`)
 }
+
+// TestStatusTextPermissionHint: members unreadable for lack of
+// permission give one hint, not an error in every row; other errors stay
+// in their row.
+func TestStatusTextPermissionHint(t *testing.T) {
+	c := qt.New(t)
+	denied := "superblock: open /dev/vda: permission denied"
+	r := &md.Report{Arrays: []md.Array{{Device: "md0", Path: "/dev/md0", UUID: "u", RaidDisks: 2, Slots: []md.Slot{
+		{Slot: 0, State: md.SlotActive, Member: &md.Member{Device: "vda", Path: "/dev/vda", Error: denied}},
+		{Slot: 1, State: md.SlotActive, Member: &md.Member{Device: "vdb", Path: "/dev/vdb", Error: "superblock: read /dev/vdb: input/output error"}},
+	}}}}
+	var b strings.Builder
+	c.Assert(renderText(&b, r), qt.IsNil)
+	out := b.String()
+	c.Check(strings.Count(out, "permission denied"), qt.Equals, 0)
+	c.Check(strings.Count(out, "hint: the members' superblocks"), qt.Equals, 1)
+	c.Check(out, qt.Contains, "error: superblock: read /dev/vdb: input/output error")
+}
