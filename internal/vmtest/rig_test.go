@@ -56,6 +56,12 @@ func TestBootSmoke(t *testing.T) {
 
 func TestGuestFailureIsReported(t *testing.T) {
 	r := NewTestRig(t)
+	// How the rig reports a failed guest does not depend on the kernel:
+	// it runs on the matrix's first kernel only (it costs half a minute
+	// a kernel).
+	if m, err := Matrix(); err == nil && len(m) > 0 && r.Kernel.Version != m[0].Version {
+		t.Skipf("rig behaviour, checked on the matrix's first kernel (%s)", m[0].Label)
+	}
 	tests := []struct {
 		name    string
 		cmd     []string
