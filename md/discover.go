@@ -193,6 +193,8 @@ type memberSnap struct {
 	Member
 	state sysfs.MemberState
 	sb    *superblock.Superblock
+	// badSysfs lists the member's attributes that did not parse.
+	badSysfs []string
 }
 
 // note records a failed read, except the absence of an attribute the
@@ -296,7 +298,9 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	members, err := a.Members()
 	s.note("members", err)
 	for _, mem := range members {
-		s.members = append(s.members, m.readMember(fsys, mem))
+		ms := m.readMember(fsys, mem)
+		s.errs = append(s.errs, ms.badSysfs...)
+		s.members = append(s.members, ms)
 	}
 	if s.metadata.Kind == sysfs.MetadataNative {
 		m.readSuperblocks(s)
@@ -359,6 +363,11 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	note := func(what string, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", what, err))
+			if errors.Is(err, sysfs.ErrFormat) {
+				// A value the kernel would not write: the array's
+				// state cannot be trusted either.
+				ms.badSysfs = append(ms.badSysfs, fmt.Sprintf("%s/%s: %v", mem.Dir(), what, err))
+			}
 		}
 	}
 	defer func() { ms.Error = strings.Join(errs, "; ") }()

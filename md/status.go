@@ -156,12 +156,31 @@ func derive(s *snapshot) derived {
 		d.raidDisks = 0
 	}
 
-	if s.state != "" && !s.state.Known() {
-		v := string(s.state)
+	unknown := func(attr, v string) {
 		if len(v) > 64 {
 			v = fmt.Sprintf("%s… (%d bytes)", v[:64], len(v))
 		}
-		d.errs = append(d.errs, "array_state: unknown value: "+v)
+		d.errs = append(d.errs, attr+": unknown value: "+v)
+	}
+	if s.state != "" && !s.state.Known() {
+		unknown("array_state", string(s.state))
+	}
+	if _, err := strconv.Atoi(string(s.level)); s.level != "" && err != nil && !s.level.Known() {
+		unknown("level", string(s.level))
+	}
+	if s.metadata.Raw != "" && s.metadata.Kind == "" {
+		unknown("metadata_version", s.metadata.Raw)
+	}
+	if s.action != "" && !s.action.Known() {
+		unknown("sync_action", string(s.action))
+	}
+	if s.lastAction != "" && !s.lastAction.Known() {
+		unknown("last_sync_action", string(s.lastAction))
+	}
+	for _, mem := range s.members {
+		if u := mem.state.Unknown(); len(u) > 0 {
+			unknown("dev-"+mem.Device+"/state", fmt.Sprint(u))
+		}
 	}
 
 	// An array runs when a personality is bound: the level is a name (a

@@ -39,16 +39,22 @@ func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, 
 	return r, nil
 }
 
-// Readable reports whether the array's state could be read at all. When
-// it could not (the array vanished, or array_state did not answer), State
-// is empty, Errors says why, and Availability (Inactive then) says
-// nothing about the array: a caller must not take it for stopped.
+// Readable reports whether everything the report says about the array
+// could be read and understood. When the state could not be read at all
+// (the array vanished, or array_state did not answer), State is empty,
+// Errors says why, and Availability (Inactive then) says nothing about
+// the array: a caller must not take it for stopped.
 //
-// It is false as well when the state was read but says nothing this
-// package can classify (Availability Unknown: an unknown array_state, an
-// unreadable raid_disks).
+// It is false as well when an attribute could not be read or holds a
+// value the kernel does not write (an unknown array_state, level,
+// sync_action or member flag, a raid_disks or mismatch_cnt that is not a
+// number: each is in Errors), and when the state says nothing this
+// package can classify (Availability Unknown). The rest of the report is
+// filled in as far as it goes. A member whose superblock cannot be read
+// (a missing disk, no permission) is not an array error: its
+// Member.Error says so.
 func (a *Array) Readable() bool {
-	return (a.State != "" || len(a.Errors) == 0) && a.Availability != Unknown
+	return len(a.Errors) == 0 && a.Availability != Unknown
 }
 
 // RecordOptions configures Manager.Record.

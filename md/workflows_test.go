@@ -32,7 +32,7 @@ func TestDiscoverNames(t *testing.T) {
 func TestArrayReadable(t *testing.T) {
 	c := qt.New(t)
 	c.Assert((&Array{}).Readable(), qt.IsTrue)
-	c.Assert((&Array{State: "clean", Errors: []string{"size: no answer"}}).Readable(), qt.IsTrue)
+	c.Assert((&Array{State: "clean", Errors: []string{"size: no answer"}}).Readable(), qt.IsFalse)
 	c.Assert((&Array{Errors: []string{"array_state: permission denied"}}).Readable(), qt.IsFalse)
 
 	// An array whose sysfs directory cannot be read.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -83,8 +84,13 @@ type ParseError struct {
 
 // Error returns the path, the value and the cause.
 func (e *ParseError) Error() string {
-	s := fmt.Sprintf("sysfs: %s: unexpected value %q", e.Path, e.Value)
-	if e.Err != nil {
+	s := fmt.Sprintf("sysfs: %s: unexpected value %s", e.Path, quoteShort(e.Value))
+	var ne *strconv.NumError
+	switch {
+	case errors.As(e.Err, &ne):
+		// Its message quotes the whole value again.
+		s += ": " + ne.Err.Error()
+	case e.Err != nil:
 		s += ": " + e.Err.Error()
 	}
 	return s

@@ -56,12 +56,12 @@ func (d *DevNum) UnmarshalText(b []byte) error {
 func ParseDevNum(s string) (DevNum, error) {
 	maj, min, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
-		return DevNum{}, fmt.Errorf("%w: device number %q", ErrFormat, s)
+		return DevNum{}, fmt.Errorf("%w: device number %s", ErrFormat, quoteShort(s))
 	}
 	a, err1 := strconv.ParseUint(maj, 10, 32)
 	b, err2 := strconv.ParseUint(min, 10, 32)
 	if err1 != nil || err2 != nil {
-		return DevNum{}, fmt.Errorf("%w: device number %q", ErrFormat, s)
+		return DevNum{}, fmt.Errorf("%w: device number %s", ErrFormat, quoteShort(s))
 	}
 	return DevNum{Major: uint32(a), Minor: uint32(b)}, nil
 }
@@ -579,4 +579,14 @@ func parseSlot(s string) (Slot, error) {
 		return 0, errNoMatch
 	}
 	return Slot(n), nil
+}
+
+// quoteShort quotes s, or its first 64 bytes and its length when it is
+// longer: a value read from sysfs that is not what the kernel writes
+// may be of any length.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q… (%d bytes)", s[:64], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }

@@ -55,7 +55,7 @@ var exitTable = []exitGroup{
 		{exitHealthy, "every array is healthy (and always with --format=prometheus once metrics are printed, and with --export once the keys are printed)"},
 		{exitDegraded, "an array is degraded"},
 		{exitFailed, "an array is failed or inactive"},
-		{exitUnreadable, "the status could not be read: " + noSuchArray + ", or an array state that is unreadable or unknown"},
+		{exitUnreadable, "the status could not be read: " + noSuchArray + ", or an attribute of an array (its state, level, a count, a member flag) that is unreadable or a value the kernel does not write"},
 	}},
 	{[]string{"examine"}, []exitRow{
 		{0, "every device has a valid superblock"},

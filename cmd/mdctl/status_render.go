@@ -148,7 +148,7 @@ func renderArray(w io.Writer, a *md.Array) {
 	}
 	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(a.Level), dash(a.Metadata), dash(a.UUID))
+	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(short(a.Level)), dash(short(a.Metadata)), dash(a.UUID))
 	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s,\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(short(a.State)))
 	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
 		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
@@ -156,9 +156,9 @@ func renderArray(w io.Writer, a *md.Array) {
 	act := a.Activity
 	switch {
 	case act.Pending != "":
-		fmt.Fprintf(w, "  %s: %s\n", esc(string(act.Kind)), esc(act.Pending))
+		fmt.Fprintf(w, "  %s: %s\n", esc(short(string(act.Kind))), esc(act.Pending))
 	case act.Kind != sysfs.ActionIdle && act.TotalSectors > 0:
-		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", esc(string(act.Kind))+":", bar(act.Percent, 20), act.Percent,
+		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", esc(short(string(act.Kind)))+":", bar(act.Percent, 20), act.Percent,
 			byteUnit(float64(act.DoneSectors*512), unitconv.IEC, 1), byteUnit(float64(act.TotalSectors*512), unitconv.IEC, 1))
 		if act.SpeedKiBs > 0 {
 			line += fmt.Sprintf("  %s/s  eta %s", byteUnit(float64(act.SpeedKiBs*1024), unitconv.IEC, 1),
@@ -166,7 +166,7 @@ func renderArray(w io.Writer, a *md.Array) {
 		}
 		fmt.Fprintln(w, line)
 	case act.Kind != sysfs.ActionIdle:
-		fmt.Fprintf(w, "  activity: %s\n", esc(string(act.Kind)))
+		fmt.Fprintf(w, "  activity: %s\n", esc(short(string(act.Kind))))
 	}
 	if line := syncLine(a); line != "" {
 		fmt.Fprintln(w, line)
@@ -196,7 +196,7 @@ func renderArray(w io.Writer, a *md.Array) {
 				ev += " (stale)"
 			}
 		}
-		flags := m.Flags.String()
+		flags := short(m.Flags.String())
 		switch {
 		case permissionDenied(m.Error) && !strings.Contains(m.Error, "; "):
 			denied = true // one hint below the table, not one per row
@@ -272,7 +272,7 @@ func syncLine(a *md.Array) string {
 	}
 	what := "none since the array started"
 	if last != sysfs.ActionIdle && last != "" {
-		what = escape.Text(string(last))
+		what = escape.Text(short(string(last)))
 	}
 	if last == "" {
 		what = "-"
@@ -284,7 +284,7 @@ func syncLine(a *md.Array) string {
 	n := *a.MismatchSectors
 	switch act := a.Activity.Kind; {
 	case act == last && (act == sysfs.ActionCheck || act == sysfs.ActionRepair || act == sysfs.ActionResync):
-		line = fmt.Sprintf("  %s running: %d mismatched sectors so far", escape.Text(string(act)), n)
+		line = fmt.Sprintf("  %s running: %d mismatched sectors so far", escape.Text(short(string(act))), n)
 	case last == sysfs.ActionIdle && n == 0:
 		return line
 	default:

@@ -258,3 +258,35 @@ func TestStatusTextPermissionHint(t *testing.T) {
 	c.Check(strings.Count(out, "hint: the members' superblocks"), qt.Equals, 1)
 	c.Check(out, qt.Contains, "error: superblock: read /dev/vdb: input/output error")
 }
+
+// TestStatusGarbageAttributes audits every attribute status reads: a
+// value that does not parse (or a hostile one) is reported in an error
+// line, escaped and cut short, never reaches the terminal raw, and makes
+// the status unreadable (exit 4).
+func TestStatusGarbageAttributes(t *testing.T) {
+	garbage := strings.Repeat("\x1b[31mX\x07", 375)
+	for _, attr := range []string{"level", "raid_disks", "layout", "chunk_size", "component_size", "degraded",
+		"sync_action", "sync_completed", "sync_speed", "mismatch_cnt", "last_sync_action", "metadata_version",
+		"dev-vda/state", "dev-vda/slot", "../size", "../dev"} {
+		for _, value := range []string{"xyz", garbage} {
+			t.Run(attr+"/"+value[:3], func(t *testing.T) {
+				c := qt.New(t)
+				fc := fixture.Named(t, "raid1-v1.2")
+				sys, dev := fc.System(t)
+				path := filepath.Join(sys, "block", fc.Info.Array, "md", attr)
+				if _, err := os.Stat(path); err != nil {
+					t.Skipf("%s: not in this capture", attr)
+				}
+				c.Assert(os.WriteFile(path, []byte(value+"\n"), 0o644), qt.IsNil)
+				roots := []string{"--sysfs", sys, "--dev", dev}
+				code, out, errOut := runCLI(t, append([]string{"status"}, roots...)...)
+				c.Check(code, qt.Equals, exitUnreadable, qt.Commentf("stdout:\n%s\nstderr:\n%s", out, errOut))
+				c.Check(out+errOut, qt.Contains, "error: ")
+				c.Check(strings.ContainsAny(out+errOut, "\x1b\x07"), qt.IsFalse)
+				c.Check(len(out) < 2500, qt.IsTrue, qt.Commentf("%d bytes:\n%s", len(out), out))
+				code, _, _ = runCLI(t, append([]string{"status", "--json"}, roots...)...)
+				c.Check(code, qt.Equals, exitUnreadable)
+			})
+		}
+	}
+}
