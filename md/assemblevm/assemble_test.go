@@ -27,7 +27,10 @@ import (
 const (
 	diskSize = 32 << 20
 	nDisks   = 14 // the last holds two partitions
-	mdctl    = "/vmtest/bin/mdctl"
+	// missingSlot is the disk left out after the first boot: the raid5's
+	// third.
+	missingSlot = 4
+	mdctl       = "/vmtest/bin/mdctl"
 )
 
 func sh(script string) []string { return []string{"sh", "-euc", script} }
@@ -39,6 +42,9 @@ var guestLib = func() string {
 	for i := range nDisks {
 		fmt.Fprintf(&b, "P%d=/dev/disk/by-path/%s\n", i, vmtest.Disk{Slot: i}.ByPath())
 	}
+	// The partitioned disk's kernel name (it changes when a disk before
+	// it is left out).
+	fmt.Fprintf(&b, "PN=$(readlink -f $P%d)\n", nDisks-1)
 	b.WriteString(`
 # dump prints what assembly left: every md device with its level, state
 # and member:slot pairs (members by PCI path), then the /dev/md links.
@@ -155,18 +161,28 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		cat /proc/mdstat
 	`)})
 
+	// The later boots lack one disk of the raid5 (slot 4): it lost a
+	// member by not being there at boot, so it waits for it (or for the
+	// last resort), under mdadm as under mdctl.
+	var later []vmtest.Disk
+	for _, d := range disks {
+		if d.Slot != missingSlot {
+			later = append(later, d)
+		}
+	}
 	// The order udev would deliver the disks in: shuffled, the same for
 	// mdadm and mdctl.
 	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks + 1)
 	var devs []string
 	for _, i := range order {
 		switch {
+		case i == missingSlot:
 		case i < nDisks-1:
 			devs = append(devs, fmt.Sprintf("$P%d", i))
 		case i == nDisks-1:
-			devs = append(devs, "/dev/vdn1")
+			devs = append(devs, "${PN}1")
 		default:
-			devs = append(devs, "/dev/vdn2")
+			devs = append(devs, "${PN}2")
 		}
 	}
 	each := func(cmd string) string {
@@ -177,7 +193,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	`
 
 	// Boot 2: mdadm --incremental, then the cross-checks with mdadm.
-	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + `
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + `
 		{ ` + each("mdadm --incremental --export") + `; dump; } > /state/mdadm.txt
 		cat /state/mdadm.txt; cat /run/mdadm/map
 		lastresort "mdadm --run" > /state/mdadm-run.txt
@@ -209,7 +225,7 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		verify
 	`)})
 	// Boot 3: mdctl incremental in the same order, without mdadm.
-	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + noMdadm + `
 		{ ` + each(mdctl+" incremental --export") + `; dump; } > /state/mdctl.txt
 		cat /state/mdctl.txt; cat /run/mdadm/map
 		cp /run/mdadm/map /state/map-mdctl
@@ -218,19 +234,24 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		verify
 	`)})
 	// Boot 4: mdctl assemble --scan, without mdadm.
-	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, disks), Cmd: sh(guestLib + noMdadm + `
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + noMdadm + `
 		` + mdctl + ` assemble --scan
 		dump > /state/scan.txt
 		cat /state/scan.txt
 		verify
 		# One array at a time, by name and by UUID.
-		u=$(cat /sys/block/$(basename "$(readlink -f /dev/md/r5)")/md/uuid)
-		` + mdctl + ` stop /dev/md/boot /dev/md/r5
-		[ ! -e /dev/md/boot ] && [ ! -e /dev/md/r5 ]
+		u=$(cat /sys/block/$(basename "$(readlink -f /dev/md/half)")/md/uuid)
+		` + mdctl + ` stop /dev/md/boot /dev/md/half
+		[ ! -e /dev/md/boot ] && [ ! -e /dev/md/half ]
 		` + mdctl + ` assemble boot
 		` + mdctl + ` assemble "$u"
 		[ "$(cat /sys/block/$(basename "$(readlink -f /dev/md/boot)")/md/array_state)" = clean ]
-		[ "$(cat /sys/block/$(basename "$(readlink -f /dev/md/r5)")/md/array_state)" = clean ]
+		[ "$(cat /sys/block/$(basename "$(readlink -f /dev/md/half)")/md/array_state)" = clean ]
+		# The raid5 that lost a disk waits; the last resort starts it.
+		r5=$(basename "$(readlink -f /dev/md/r5)")
+		[ "$(cat /sys/block/$r5/md/array_state)" = inactive ]
+		` + mdctl + ` run "$r5"
+		[ "$(cat /sys/block/$r5/md/array_state)" = read-auto ]
 		rc=0; ` + mdctl + ` assemble nosuch || rc=$?; [ $rc = 2 ]
 		verify
 	`)})
