@@ -130,6 +130,10 @@ type watcher struct {
 	storeErrFull error             // the error itself, for HealRefused
 	sys          *pollSet
 	history      md.HealHistory // heal attempts that failed, not retried until something changes
+	// wait, when set (by tests), stands in for the poll set's wait: it
+	// sees each timeout the loop chooses and says whether a notification
+	// woke it.
+	wait func(timeout time.Duration) (woke, ok bool)
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and

@@ -311,7 +311,12 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 		if settle {
 			timeout = min(timeout, settleGap)
 		}
-		woke, ok := w.sys.wait(timeout, w.o.Logger)
+		var woke, ok bool
+		if w.wait != nil {
+			woke, ok = w.wait(timeout)
+		} else {
+			woke, ok = w.sys.wait(timeout, w.o.Logger)
+		}
 		if !ok || ctx.Err() != nil {
 			return
 		}
