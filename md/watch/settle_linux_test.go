@@ -61,7 +61,7 @@ func TestSettleRescanSeesDeferredRemoval(t *testing.T) {
 				continue
 			}
 			c.Check(e.Member, qt.Equals, "vdb")
-			c.Check(<-timeouts, qt.Equals, time.Hour)  // after the first scan
+			c.Check(<-timeouts, qt.Equals, time.Hour) // after the first scan
 			c.Check(<-timeouts, qt.Equals, settleGap) // after the woken one
 			cancel()
 			for range ch {
