@@ -51,7 +51,10 @@ func TestGuestPackages(t *testing.T) {
 			disks = append(disks, Disk{Path: kn, Slot: suiteDisks, LogicalBlockSize: 4096})
 			// MDRAID_VM_RUN narrows the guest tests (a -run pattern
 			// below the TestVM prefix), to run one of them while working.
-			run := "-test.run=^TestVM" + os.Getenv("MDRAID_VM_RUN")
+			run := "-test.run=^TestVM"
+			if v := os.Getenv("MDRAID_VM_RUN"); v != "" {
+				run += "(" + v + ")"
+			}
 			res, err := r.RunTest(t, Config{
 				Cmd:     []string{guestExe, "-test.v", "-test.timeout=9m", run},
 				Dir:     "/src/" + p.Rel,
