@@ -14,6 +14,7 @@ import (
 	qt "github.com/frankban/quicktest"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -123,4 +124,86 @@ func TestAssembleScanSkipsMembersOfRunningArrays(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(res.Added, qt.HasLen, 0)
 	c.Check(f.calls, qt.HasLen, 0)
+}
+
+// rewriteImage changes the superblock (and with bm, the bitmap) of the
+// member image kname under m's dev root.
+func rewriteImage(t *testing.T, m *Manager, kname string, change func(sb *superblock.Superblock, bm *superblock.Bitmap)) {
+	t.Helper()
+	path := filepath.Join(m.devRoot, kname)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := superblock.Probe(f, fi.Size())
+	if err != nil || pr.Best() == nil {
+		t.Fatalf("probe %s: %v", path, err)
+	}
+	sb := pr.Best().Superblock
+	var bm *superblock.Bitmap
+	if sb.HasBitmap() {
+		if bm, err = superblock.ReadBitmap(f, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change(sb, bm)
+	b, err := sb.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, sb.DiskOffset); err != nil {
+		t.Fatal(err)
+	}
+	if bm != nil {
+		bb, err := bm.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := superblock.BitmapLocation(sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(bb, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIncrementalRefusesWhatMdadmMustDo: a member of an array in the
+// middle of a reshape, of a clustered array or of one with a lockless
+// bitmap is refused before anything is called, with a reason that says
+// which.
+func TestIncrementalRefusesWhatMdadmMustDo(t *testing.T) {
+	for _, tt := range []struct {
+		name, fixture, want string
+		change              func(sb *superblock.Superblock, bm *superblock.Bitmap)
+	}{
+		{"reshape", "raid1-v1.2", "a reshape is in progress", func(sb *superblock.Superblock, _ *superblock.Bitmap) {
+			sb.Features |= superblock.FeatureReshapeActive
+			sb.ReshapePosition = 1024
+			sb.NewLevel, sb.NewLayout, sb.NewChunk = sb.Level, sb.Layout, sb.ChunkSize
+		}},
+		{"clustered", "raid1-bitmap", "clustered array", func(_ *superblock.Superblock, bm *superblock.Bitmap) {
+			bm.Version = superblock.BitmapMajorClustered
+		}},
+		{"lockless bitmap", "raid1-bitmap", "lockless bitmap", func(_ *superblock.Superblock, bm *superblock.Bitmap) {
+			bm.Version = superblock.BitmapMajorLockless
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			m, f, node := incrementalRig(t, tt.fixture, "vda")
+			rewriteImage(t, m, "vda", tt.change)
+			_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Check(err, qt.ErrorIs, ErrUnsupported)
+			c.Check(err, qt.ErrorMatches, ".*"+tt.want+".*")
+			c.Check(f.calls, qt.HasLen, 0)
+		})
+	}
 }
