@@ -79,7 +79,10 @@ type IncrementalResult struct {
 
 // LeftBehind is a member whose superblock is out of date.
 type LeftBehind struct {
-	Device       string
+	// Device is the member's kernel name.
+	Device string
+	// Events is its superblock's event count, Want the freshest
+	// member's.
 	Events, Want uint64
 }
 
@@ -652,7 +655,10 @@ type AssembleResult struct {
 
 // Skipped is a device Assemble did not add.
 type Skipped struct {
+	// Device is the path Assemble looked at.
 	Device string
+	// Reason is why it was not added: a *RefusedError (ErrInUse,
+	// ErrLeftBehind, ErrMismatch, ...).
 	Reason error
 }
 
