@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -59,8 +60,37 @@ type assembly interface {
 	SetModuleParameter(name, val string) error
 }
 
-// NewArray writes new_array.
-func (k sysKernel) NewArray(name string) error { return k.fs.NewArray(name) }
+// NewArray writes new_array. When md_mod is not loaded there is no
+// new_array: as mdadm falls back to, it then opens the array's node
+// (made if missing), which makes the kernel load md_mod (the block-major-9
+// module alias) and create the device (md.c md_probe).
+func (k sysKernel) NewArray(name string) error {
+	err := k.fs.NewArray(name)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	n, aerr := strconv.Atoi(strings.TrimPrefix(name, "md"))
+	if aerr != nil || n < 0 || n >= 512 {
+		return err
+	}
+	node := filepath.Join(k.devRoot, name)
+	if merr := k.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); merr != nil {
+		return fmt.Errorf("md: no new_array (%w), and no node to open: %w", err, merr)
+	}
+	open := k.openFile
+	if open == nil {
+		open = os.OpenFile
+	}
+	f, oerr := open(node, os.O_RDONLY, 0)
+	if oerr != nil {
+		return fmt.Errorf("md: no new_array (md_mod not loaded?), and opening %s to create the array failed: %w", node, oerr)
+	}
+	f.Close()
+	if _, serr := os.Stat(k.fs.Path("block", name)); serr != nil {
+		return fmt.Errorf("md: opening %s did not create %s: %w", node, name, serr)
+	}
+	return nil
+}
 
 // SetArrayInfo issues SET_ARRAY_INFO.
 func (k sysKernel) SetArrayInfo(array string, major, minor int) error {

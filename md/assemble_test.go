@@ -207,3 +207,38 @@ func TestIncrementalRefusesWhatMdadmMustDo(t *testing.T) {
 		})
 	}
 }
+
+// TestNewArrayWithoutNewArrayParameter: without md_mod's new_array (the
+// module not loaded), NewArray opens the array's node instead, as mdadm
+// does, which makes the kernel load md and create the device.
+func TestNewArrayWithoutNewArrayParameter(t *testing.T) {
+	c := qt.New(t)
+	sys, dev := t.TempDir(), t.TempDir()
+	fsys, err := sysfs.NewFS(sys)
+	c.Assert(err, qt.IsNil)
+	var opened []string
+	k := sysKernel{fs: fsys, devRoot: dev, openFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		opened = append(opened, name)
+		// What the kernel does on open: the device appears.
+		if err := os.MkdirAll(filepath.Join(sys, "block", "md127"), 0o755); err != nil {
+			return nil, err
+		}
+		return os.Open(os.DevNull)
+	}}
+	if err := k.NewArray("md127"); err != nil {
+		if strings.Contains(err.Error(), "mknod") {
+			t.Skipf("cannot make a device node here: %v", err)
+		}
+		c.Fatal(err)
+	}
+	c.Check(opened, qt.DeepEquals, []string{filepath.Join(dev, "md127")})
+	fi, err := os.Lstat(filepath.Join(dev, "md127"))
+	c.Assert(err, qt.IsNil)
+	c.Check(fi.Mode()&os.ModeDevice != 0, qt.IsTrue)
+
+	// A kernel that does not create it is an error that says so.
+	k.openFile = func(string, int, os.FileMode) (*os.File, error) { return os.Open(os.DevNull) }
+	c.Check(k.NewArray("md126"), qt.ErrorMatches, `md: opening .*md126 did not create md126: .*`)
+	// An md_NAME form has no node to fall back to.
+	c.Check(errors.Is(k.NewArray("md_boot"), fs.ErrNotExist), qt.IsTrue)
+}
