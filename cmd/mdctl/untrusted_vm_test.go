@@ -64,11 +64,14 @@ func TestVMHostileMemberNextToHealthy(t *testing.T) {
 
 	out, errOut, code := mdctl(t, "status")
 	t.Logf("status (exit %d):\n%s\n%s", code, out, errOut)
-	c.Check(code, qt.Equals, exitFailed) // the inactive array
+	// The hostile array's superblock raid_disks is an error of that
+	// array: its status is not fully readable (4 outranks the 2 of an
+	// inactive array); the healthy one is still reported below.
+	c.Check(code, qt.Equals, exitUnreadable)
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		c.Check(escape.Safe(l), qt.IsTrue, qt.Commentf("line %q", l))
 	}
-	c.Check(out, qt.Contains, `\x0a  health: ONLINE\x1b[8m\xff (homehost h)`)
+	c.Check(out, qt.Contains, `(name \x0a  health: ONLINE\x1b[8m\xff, homehost h)`)
 	c.Check(out, qt.Contains, "exceeds the 1.2 limit of 1920 slots")
 
 	out, _, _ = mdctl(t, "status", "--json")
