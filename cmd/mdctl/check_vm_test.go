@@ -415,6 +415,12 @@ func TestVMCheckRefusals(t *testing.T) {
 			if tt.after != nil {
 				tt.after(c, name)
 			}
+			if tt.want["sync_action"] == "idle" {
+				// Right after creating a degraded array md may show
+				// "recover" for a moment while it looks for a spare
+				// (seen on 6.1): the case is the idle array.
+				guest.WaitAttr(c, name, "sync_action", "idle", guest.SyncTimeout)
+			}
 			var attrs []string
 			for _, a := range vmSyncAttrs {
 				if !slices.Contains(tt.moving, a) {
