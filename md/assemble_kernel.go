@@ -210,5 +210,5 @@ func linkName(name string) (string, error) {
 	if len(s) > 200 {
 		s = s[:200]
 	}
-	return strings.TrimRight(s, "\x00"), nil
+	return s, nil
 }
