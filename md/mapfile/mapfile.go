@@ -25,7 +25,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -63,10 +62,45 @@ type Entry struct {
 // as a map line.
 var ErrInvalid = errors.New("mapfile: invalid entry")
 
-var (
-	devRE  = regexp.MustCompile(`^md(_[^\s/]+|[0-9]+)$`)
-	uuidRE = regexp.MustCompile(`^[0-9a-f]{8}:[0-9a-f]{8}:[0-9a-f]{8}:[0-9a-f]{8}$`)
-)
+// mdDevName reports whether s is an md kernel name as the map holds one:
+// "md" and a number, or "md_" and a name without white space or '/'
+// (a plain function, not a regular expression compiled at start-up: every
+// mdctl command would pay for it).
+func mdDevName(s string) bool {
+	rest, ok := strings.CutPrefix(s, "md")
+	if !ok || rest == "" {
+		return false
+	}
+	if name, ok := strings.CutPrefix(rest, "_"); ok {
+		return name != "" && !strings.ContainsAny(name, " \t\n\f\r\v/")
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// mapUUID reports whether s is four groups of eight lower-case hex digits
+// joined by ':'.
+func mapUUID(s string) bool {
+	if len(s) != 35 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i%9 == 8:
+			if c != ':' {
+				return false
+			}
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Validate reports whether e can be written as one map line that mdadm
 // reads back as the same entry: no field is empty or holds white space
@@ -86,9 +120,9 @@ func (e Entry) Validate() error {
 		}
 	}
 	switch {
-	case !devRE.MatchString(e.Dev):
+	case !mdDevName(e.Dev):
 		return bad("device", e.Dev, "is not an md device name")
-	case !uuidRE.MatchString(e.UUID):
+	case !mapUUID(e.UUID):
 		return bad("uuid", e.UUID, "is not four groups of eight hex digits")
 	case !strings.HasPrefix(e.Path, "/"):
 		return bad("path", e.Path, "is not absolute")

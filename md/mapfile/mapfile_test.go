@@ -40,11 +40,24 @@ func TestFormatRefusesWhatCannotBeReadBack(t *testing.T) {
 		{Dev: "md127", Metadata: "1.2", UUID: good.UUID, Path: "/dev/md/new\nline"},
 		{Dev: "md127", Metadata: "", UUID: good.UUID, Path: good.Path},
 		{Dev: "sda", Metadata: "1.2", UUID: good.UUID, Path: good.Path},
+		{Dev: "md", Metadata: "1.2", UUID: good.UUID, Path: good.Path},
+		{Dev: "md_", Metadata: "1.2", UUID: good.UUID, Path: good.Path},
+		{Dev: "md12a", Metadata: "1.2", UUID: good.UUID, Path: good.Path},
+		{Dev: "md_a/b", Metadata: "1.2", UUID: good.UUID, Path: good.Path},
+		{Dev: "md127", Metadata: "1.2", UUID: "a1b2c3d4:00000000:11111111:2222222", Path: good.Path},
+		{Dev: "md127", Metadata: "1.2", UUID: "a1b2c3d4-00000000:11111111:22222222", Path: good.Path},
+		{Dev: "md127", Metadata: "1.2", UUID: "a1b2c3d4:00000000:11111111:2222222g", Path: good.Path},
 		{Dev: "md127", Metadata: "1.2", UUID: "A1B2C3D4:00000000:11111111:22222222", Path: good.Path},
 		{Dev: "md127", Metadata: "1.2", UUID: good.UUID, Path: "/dev/md/" + string(make([]byte, 300))},
 	} {
 		_, err := mapfile.Format([]mapfile.Entry{good, e})
 		c.Check(errors.Is(err, mapfile.ErrInvalid), qt.IsTrue, qt.Commentf("%q", e))
+	}
+	for _, dev := range []string{"md0", "md127", "md_boot", "md_d0"} {
+		e := good
+		e.Dev = dev
+		_, err := mapfile.Format([]mapfile.Entry{e})
+		c.Check(err, qt.IsNil, qt.Commentf("%s", dev))
 	}
 }
 
