@@ -61,7 +61,20 @@ func Lookup(fsys sysfs.FS, devRoot, name string) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return describe(fsys, devRoot, dir)
+	return describe(fsys, devRoot, dir, false)
+}
+
+// LookupIdentity is [Lookup] for a report: it fills Name, Dir, Node, Dev,
+// Size, Partition, Parent, Model, Serial and WWN, and leaves ReadOnly,
+// the block sizes and Holders unset. It reads about half the attributes
+// Lookup reads (each one an open, a read and a close of a sysfs file,
+// which is what a status report over many members spends its time on).
+func LookupIdentity(fsys sysfs.FS, devRoot, name string) (*Device, error) {
+	dir, err := deviceDir(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return describe(fsys, devRoot, dir, true)
 }
 
 // LookupDev is [Lookup] by device number, through sysfs dev/block/MAJ:MIN.
@@ -70,7 +83,7 @@ func LookupDev(fsys sysfs.FS, devRoot string, dev sysfs.DevNum) (*Device, error)
 	if err != nil {
 		return nil, fmt.Errorf("blockdev: device %s: %w", dev, err)
 	}
-	return describe(fsys, devRoot, dir)
+	return describe(fsys, devRoot, dir, false)
 }
 
 // deviceDir finds the sysfs directory of the block device name, relative
@@ -93,37 +106,59 @@ func deviceDir(fsys sysfs.FS, name string) (string, error) {
 	return "", fmt.Errorf("blockdev: device %s: %w", name, first)
 }
 
-func describe(fsys sysfs.FS, devRoot, dir string) (*Device, error) {
+// describe reads the device at dir; brief leaves out what LookupIdentity
+// leaves out.
+func describe(fsys sysfs.FS, devRoot, dir string, brief bool) (*Device, error) {
 	t := tree{fsys}
 	d := &Device{Name: path.Base(dir), Dir: dir}
-	devStr, err := t.read(dir, "dev")
-	if err != nil {
-		return nil, fmt.Errorf("blockdev: %s: %w", d.Name, err)
-	}
-	if d.Dev, err = sysfs.ParseDevNum(devStr); err != nil {
-		return nil, fmt.Errorf("blockdev: %s: %w", d.Name, err)
+	// The uevent file holds the device number, node name and partition
+	// number in one read (MAJOR, MINOR, DEVNAME, DEVTYPE, PARTN); the
+	// single attributes are the fallback for a tree without it.
+	ev := t.uevent(dir)
+	var err error
+	if maj, min, ok := ueventDev(ev); ok {
+		d.Dev = sysfs.DevNum{Major: maj, Minor: min}
+	} else {
+		devStr, err := t.read(dir, "dev")
+		if err != nil {
+			return nil, fmt.Errorf("blockdev: %s: %w", d.Name, err)
+		}
+		if d.Dev, err = sysfs.ParseDevNum(devStr); err != nil {
+			return nil, fmt.Errorf("blockdev: %s: %w", d.Name, err)
+		}
 	}
 	if d.Size, err = t.uint(dir, "size"); err != nil {
 		return nil, fmt.Errorf("blockdev: %s: %w", d.Name, err)
 	}
 	d.Size *= 512
 	devName := strings.ReplaceAll(d.Name, "!", "/")
-	if v, ok := t.uevent(dir)["DEVNAME"]; ok && v != "" {
+	if v, ok := ev["DEVNAME"]; ok && v != "" {
 		devName = v
 	}
 	d.Node = filepath.Join(devRoot, filepath.FromSlash(devName))
-	if ro, err := t.read(dir, "ro"); err == nil {
-		d.ReadOnly = ro == "1"
+	if !brief {
+		if ro, err := t.read(dir, "ro"); err == nil {
+			d.ReadOnly = ro == "1"
+		}
 	}
 	disk := dir
-	if n, err := t.uint(dir, "partition"); err == nil {
-		d.Partition = int(n)
+	partn, known := ueventPartition(ev)
+	if !known {
+		if n, err := t.uint(dir, "partition"); err == nil {
+			partn = int(n)
+		}
+	}
+	if partn > 0 {
+		d.Partition = partn
 		disk = path.Dir(dir)
 		d.Parent = path.Base(disk)
 	}
+	d.Model, d.Serial, d.WWN = identity(t, disk)
+	if brief {
+		return d, nil
+	}
 	d.LogicalBlockSize, _ = t.uint(disk, "queue/logical_block_size")
 	d.PhysicalBlockSize, _ = t.uint(disk, "queue/physical_block_size")
-	d.Model, d.Serial, d.WWN = identity(t, disk)
 	if ents, err := os.ReadDir(t.abs(dir, "holders")); err == nil {
 		for _, e := range ents {
 			d.Holders = append(d.Holders, e.Name())
@@ -190,6 +225,32 @@ func (t tree) uint(dir, name string) (uint64, error) {
 		return 0, fmt.Errorf("%w: %s/%s: %q", sysfs.ErrFormat, dir, name, s)
 	}
 	return v, nil
+}
+
+// ueventDev returns the device number of a uevent's MAJOR and MINOR.
+func ueventDev(ev map[string]string) (major, minor uint32, ok bool) {
+	ma, err1 := strconv.ParseUint(ev["MAJOR"], 10, 32)
+	mi, err2 := strconv.ParseUint(ev["MINOR"], 10, 32)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uint32(ma), uint32(mi), true
+}
+
+// ueventPartition returns the partition number a uevent gives: DEVTYPE
+// "disk" is a whole disk, "partition" with PARTN a partition. known is
+// false when the uevent does not say (no DEVTYPE, or a partition without
+// a number).
+func ueventPartition(ev map[string]string) (n int, known bool) {
+	switch ev["DEVTYPE"] {
+	case "disk":
+		return 0, true
+	case "partition":
+		if p, err := strconv.Atoi(ev["PARTN"]); err == nil && p > 0 {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 // uevent returns the KEY=value lines of dir/uevent.

@@ -89,7 +89,13 @@ func pathIDs(fsys sysfs.FS, name string) (id, compat string, err error) {
 	}
 	t := tree{fsys}
 	suffix := ""
-	if _, err := t.read(dir, "partition"); err == nil {
+	partn, known := ueventPartition(t.uevent(dir))
+	if !known {
+		if _, err := t.read(dir, "partition"); err == nil {
+			partn = 1
+		}
+	}
+	if partn > 0 {
 		// udev imports ID_PATH from the disk and adds -part%n, %n being
 		// the trailing digits of the partition's kernel name.
 		suffix = "-part" + sysnum(path.Base(dir))
@@ -118,6 +124,11 @@ type walker struct {
 	transport   bool // a known transport was seen
 	parentBus   bool // a bus with stable names was seen
 	unsupported string
+
+	// The walk asks about the same directories several times (parent,
+	// skip, under); each answer is a system call or two.
+	isDev map[string]bool
+	subs  map[string]string
 }
 
 func (w *walker) prepend(s string) {
@@ -211,12 +222,21 @@ func (w *walker) under(dir, sub string) bool {
 // struct device does) or a subsystem link. Class directories such as
 // block/ or nvme/ between devices have neither.
 func (w *walker) isDevice(dir string) bool {
+	if v, ok := w.isDev[dir]; ok {
+		return v
+	}
+	v := false
 	for _, n := range []string{"uevent", "subsystem"} {
 		if _, err := os.Lstat(w.t.abs(dir, n)); err == nil {
-			return true
+			v = true
+			break
 		}
 	}
-	return false
+	if w.isDev == nil {
+		w.isDev = map[string]bool{}
+	}
+	w.isDev[dir] = v
+	return v
 }
 
 // parent returns the nearest device above dir, or "".
@@ -231,11 +251,18 @@ func (w *walker) parent(dir string) string {
 
 // subsystem returns the name of the bus or class of dir.
 func (w *walker) subsystem(dir string) string {
-	t, err := os.Readlink(w.t.abs(dir, "subsystem"))
-	if err != nil {
-		return ""
+	if v, ok := w.subs[dir]; ok {
+		return v
 	}
-	return filepath.Base(t)
+	v := ""
+	if t, err := os.Readlink(w.t.abs(dir, "subsystem")); err == nil {
+		v = filepath.Base(t)
+	}
+	if w.subs == nil {
+		w.subs = map[string]string{}
+	}
+	w.subs[dir] = v
+	return v
 }
 
 func (w *walker) devtype(dir string) string { return w.t.uevent(dir)["DEVTYPE"] }

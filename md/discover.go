@@ -385,13 +385,16 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	}
 	ms.ReadErrors, err = mem.Errors()
 	note("errors", err)
-	if rs, err := mem.RecoveryStart(); err == nil {
-		if rs.Valid && !st.Has(sysfs.FlagInSync) && !st.Has(sysfs.FlagFaulty) && ms.Slot >= 0 {
-			v := rs.Value
-			ms.RecoveredSectors = &v
+	// recovery_start only means something for a member being rebuilt.
+	if !st.Has(sysfs.FlagInSync) && !st.Has(sysfs.FlagFaulty) && ms.Slot >= 0 {
+		if rs, err := mem.RecoveryStart(); err == nil {
+			if rs.Valid {
+				v := rs.Value
+				ms.RecoveredSectors = &v
+			}
+		} else {
+			note("recovery_start", optional(err))
 		}
-	} else {
-		note("recovery_start", optional(err))
 	}
 	if bb, err := mem.BadBlocks(); err == nil {
 		ms.BadBlocks = len(bb)
@@ -409,7 +412,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	}
 	ms.Device = kname
 	ms.Path = path.Join(m.devRoot, kname)
-	if d, err := blockdev.Lookup(fsys, m.devRoot, kname); err == nil {
+	if d, err := blockdev.LookupIdentity(fsys, m.devRoot, kname); err == nil {
 		ms.Path = d.Node
 		ms.DevNum = d.Dev
 		ms.SizeBytes = d.Size

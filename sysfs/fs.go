@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -116,23 +117,36 @@ var pageSize = os.Getpagesize()
 // which would make a read-until-EOF loop spin. A missing attribute
 // returns the *fs.PathError from open, which matches fs.ErrNotExist.
 func readAttr(p string) (string, error) {
-	b, err := ReadFile(p)
+	var page [4096]byte
+	buf := page[:]
+	if pageSize > len(page) {
+		buf = make([]byte, pageSize)
+	}
+	n, err := readRaw(p, buf)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	return string(bytes.TrimSpace(buf[:n])), nil
 }
 
 // ReadFile reads a sysfs attribute at path p with one read of up to a
 // page, as sysfs attributes are meant to be read (their reported sizes are
 // meaningless). Errors are *fs.PathError values wrapping the errno.
 func ReadFile(p string) ([]byte, error) {
-	buf := make([]byte, pageSize)
+	// The page lives on the stack and only what was read is copied out:
+	// a status report reads hundreds of attributes of a few bytes each,
+	// and a fresh page for every one of them kept the garbage collector
+	// busy (under emulation, as costly as the reads themselves).
+	var page [4096]byte
+	buf := page[:]
+	if pageSize > len(page) {
+		buf = make([]byte, pageSize)
+	}
 	n, err := readRaw(p, buf)
 	if err != nil {
 		return nil, err
 	}
-	return buf[:n], nil
+	return append([]byte(nil), buf[:n]...), nil
 }
 
 // writeAttr writes val to an attribute with a single write.

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 const arrays = 8
@@ -31,12 +33,14 @@ func main() {
 	n := flag.Int("n", 50, "calls of each command")
 	capture := flag.Bool("capture", false, "write testdata/bench/eight-arrays")
 	out := flag.String("out", "", "capture directory in the guest")
+	profile := flag.Bool("profile", false, "write a CPU profile of in-process Discover calls to bench/statusvm.prof")
+	trace := flag.Bool("strace", false, "also count system calls with the host's strace (copied into the guest)")
 	flag.Parse()
 	var err error
 	if *guest {
-		err = runGuest(*n, *out)
+		err = runGuest(*n, *out, *trace, *profile)
 	} else {
-		err = runHost(*n, *capture)
+		err = runHost(*n, *capture, *trace, *profile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statusvm:", err)
@@ -44,7 +48,7 @@ func main() {
 	}
 }
 
-func runHost(n int, capture bool) error {
+func runHost(n int, capture, trace, profile bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -72,12 +76,22 @@ func runHost(n int, capture bool) error {
 		return err
 	}
 	args := []string{"/vmtest/bin/statusvm", "-guest", "-n", fmt.Sprint(n)}
-	if capture {
+	if capture || profile {
 		args = append(args, "-out", "/out")
+	}
+	if profile {
+		args = append(args, "-profile")
+	}
+	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
+	if trace {
+		args = append(args, "-strace")
+		if err := addStrace(files); err != nil {
+			return err
+		}
 	}
 	_, err = rig.Run(ctx, vmtest.Config{
 		Cmd:     args,
-		Files:   map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl},
+		Files:   files,
 		Disks:   disks,
 		Shares:  []vmtest.Share{{Tag: "out", HostDir: share, GuestDir: "/out"}},
 		Timeout: 10 * time.Minute,
@@ -85,6 +99,13 @@ func runHost(n int, capture bool) error {
 	})
 	if err != nil {
 		return err
+	}
+	if profile {
+		dst := filepath.Join(rig.Root, "bench", "statusvm.prof")
+		if err := os.Rename(filepath.Join(share, "cpu.prof"), dst); err != nil {
+			return err
+		}
+		fmt.Println("statusvm: wrote", dst, "(go tool pprof -top", dst+")")
 	}
 	if !capture {
 		return nil
@@ -101,6 +122,43 @@ func runHost(n int, capture bool) error {
 	}
 	fmt.Println("statusvm: wrote", dst)
 	return nil
+}
+
+// addStrace adds the host's strace and the shared libraries ldd names for
+// it to the guest's files, under the same paths.
+func addStrace(files map[string]string) error {
+	bin, err := exec.LookPath("strace")
+	if err != nil {
+		return fmt.Errorf("-strace needs strace on the host: %w", err)
+	}
+	files["/usr/bin/strace"] = bin
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		// "libx.so => /lib/.../libx.so (0x...)"; the loader and vdso are
+		// the guest's own.
+		if len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/") {
+			if _, ok := files[f[2]]; !ok {
+				files[f[2]] = f[2]
+			}
+		}
+	}
+	return nil
+}
+
+// straceCount runs args under strace -f -c and returns strace's summary
+// table.
+func straceCount(args ...string) (string, error) {
+	f := "/tmp/strace.out"
+	cmd := exec.Command("strace", append([]string{"-f", "-c", "-o", f}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("strace %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	b, err := os.ReadFile(f)
+	return string(b), err
 }
 
 func sh(name string, args ...string) (string, error) {
@@ -133,7 +191,7 @@ func measure(n int, name string, args ...string) (time.Duration, int64, error) {
 	return total / time.Duration(n), rss, nil
 }
 
-func runGuest(n int, out string) error {
+func runGuest(n int, out string, trace, profile bool) error {
 	// Eight RAID1 arrays over sixteen disks, in the metadata versions
 	// mdadm offers, all clean.
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
@@ -195,10 +253,66 @@ func runGuest(n int, out string) error {
 		fmt.Printf("RESULT %-34s %9v per call, peak RSS %5.1f MB, time ratio to mdadm --detail %.2f\n",
 			j.label+":", (j.total / time.Duration(n)).Round(10*time.Microsecond), float64(j.rss)/1024, float64(j.total)/float64(base))
 	}
+	if trace {
+		for _, args := range [][]string{
+			{"mdctl", "--version"}, {"mdctl", "status"}, {"mdctl", "status", "md0"},
+			{"mdadm", "--version"}, {"mdadm", "--detail", "--scan", "--verbose"},
+		} {
+			t, err := straceCount(args...)
+			if err != nil {
+				return err
+			}
+			for _, l := range strings.Split(strings.TrimSpace(t), "\n") {
+				fmt.Printf("STRACE %s: %s\n", strings.Join(args, " "), l)
+			}
+		}
+		env := append(os.Environ(), "GODEBUG=inittrace=1")
+		cmd := exec.Command("mdctl", "--version")
+		cmd.Env = env
+		o, _ := cmd.CombinedOutput()
+		for _, l := range strings.Split(strings.TrimSpace(string(o)), "\n") {
+			fmt.Println("INIT", l)
+		}
+	}
+	if profile {
+		if err := profileDiscover(filepath.Join(out, "cpu.prof"), n); err != nil {
+			return err
+		}
+		return nil
+	}
 	if out == "" {
 		return nil
 	}
 	return captureSystem(filepath.Join(out, "eight-arrays"))
+}
+
+// profileDiscover calls md.Discover n times in this process under the
+// CPU profiler and reports the wall time of each call.
+func profileDiscover(file string, n int) error {
+	m, err := md.Open(nil)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	var times []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if _, err := m.Discover(context.Background()); err != nil {
+			return err
+		}
+		times = append(times, time.Since(start))
+	}
+	pprof.StopCPUProfile()
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	fmt.Printf("RESULT in-process Discover: min %v median %v max %v\n", times[0], times[len(times)/2], times[len(times)-1])
+	return nil
 }
 
 // captureSystem writes one sysfs manifest for all arrays and the regions
