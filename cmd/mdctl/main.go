@@ -91,17 +91,6 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 	return "mdctl " + v + " " + bi.GoVersion
 }
 
-// newParser builds the parser; tests add kong.Writers and kong.Exit.
-func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
-	opts := append([]kong.Option{
-		kong.Name("mdctl"),
-		kong.Description("Inspect and manage Linux MD software RAID."),
-		kong.UsageOnError(),
-		kong.Vars{"version": version()},
-	}, options...)
-	return kong.New(cli, opts...)
-}
-
 // quietExit is returned by a command whose exit status is its answer (as
 // with mdadm --detail --test): main exits with code and prints nothing.
 type quietExit struct{ code int }
@@ -136,11 +125,16 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 		return 1
 	}
 	var cli CLI
-	parser, err := newParser(&cli, kong.Writers(stdout, stderr), kong.Exit(exit))
+	line := os.Getenv("COMP_LINE")
+	modelArgs := args
+	if line != "" {
+		modelArgs = nil // completion walks every command
+	}
+	parser, err := parserFor(&cli, modelArgs, kong.Writers(stdout, stderr), kong.Exit(exit))
 	if err != nil {
 		panic(err) // a malformed CLI struct: a programming error
 	}
-	if line := os.Getenv("COMP_LINE"); line != "" {
+	if line != "" {
 		// The shell asks for completions (see CompletionCmd); building
 		// the completion model costs start-up time otherwise.
 		completeLine(parser, line, exit)
