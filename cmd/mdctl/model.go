@@ -62,12 +62,15 @@ func commandName(args []string) string {
 			valued["--"+f.Tag.Get("name")] = true
 		}
 	}
+	version := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flag, _, withValue := strings.Cut(a, "=")
 		switch {
 		case a == "--":
 			return ""
+		case a == "--version" || a == "-V":
+			version = true
 		case strings.HasPrefix(a, "-"):
 			if !known[flag] {
 				return ""
@@ -78,6 +81,11 @@ func commandName(args []string) string {
 		default:
 			return a
 		}
+	}
+	if version {
+		// Alone, kong prints the version and exits before it looks
+		// for a command: no command is needed.
+		return "--version"
 	}
 	return ""
 }
@@ -95,7 +103,10 @@ func parserFor(cli *CLI, args []string, options ...kong.Option) (*kong.Kong, err
 			}
 		}
 	}
-	if only == nil {
+	switch {
+	case name == "--version":
+		only = nil // no command is parsed
+	case only == nil:
 		only = cmds
 	}
 	for _, c := range only {
