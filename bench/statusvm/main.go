@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -169,26 +170,36 @@ func sh(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// measure runs a command n times and returns the mean wall time and the
-// largest peak RSS (KiB) of any call.
-func measure(n int, name string, args ...string) (time.Duration, int64, error) {
-	var total time.Duration
-	var rss int64
-	for i := 0; i < n; i++ {
-		cmd := exec.Command(name, args...)
-		start := time.Now()
-		err := cmd.Run()
-		total += time.Since(start)
-		// mdctl status exits 1 for a degraded array; none is degraded
-		// here, so any failure is real.
-		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %v", name, err)
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
-			rss = ru.Maxrss
-		}
+// sample is one call of a command.
+type sample struct {
+	wall, cpu time.Duration // cpu: user + system
+	rss       int64         // peak RSS, KiB
+	minflt    int64         // minor page faults
+}
+
+// measure runs a command once.
+func measure(name string, args ...string) (sample, error) {
+	cmd := exec.Command(name, args...)
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	// mdctl status exits 1 for a degraded array; none is degraded here,
+	// so any failure is real.
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %v", name, err)
 	}
-	return total / time.Duration(n), rss, nil
+	s := sample{wall: wall}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.rss, s.minflt = ru.Maxrss, ru.Minflt
+		s.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	}
+	return s, nil
+}
+
+// median returns the middle value of xs (sorted in place).
+func median[T int64 | time.Duration](xs []T) T {
+	sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+	return xs[len(xs)/2]
 }
 
 func runGuest(n int, out string, trace, profile bool) error {
@@ -217,10 +228,9 @@ func runGuest(n int, out string, trace, profile bool) error {
 	// Warm up once, then measure the commands in turn, round after round,
 	// so that a change in background load hits all of them alike.
 	type job struct {
-		label string
-		args  []string
-		total time.Duration
-		rss   int64
+		label   string
+		args    []string
+		samples []sample
 	}
 	jobs := []*job{
 		{label: "mdadm --detail --scan --verbose", args: []string{"mdadm", "--detail", "--scan", "--verbose"}},
@@ -230,28 +240,38 @@ func runGuest(n int, out string, trace, profile bool) error {
 		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
 	}
 	for _, j := range jobs {
-		if _, _, err := measure(1, j.args[0], j.args[1:]...); err != nil {
+		if _, err := measure(j.args[0], j.args[1:]...); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < n; i++ {
 		for _, j := range jobs {
-			t, rss, err := measure(1, j.args[0], j.args[1:]...)
+			s, err := measure(j.args[0], j.args[1:]...)
 			if err != nil {
 				return err
 			}
-			j.total += t
-			j.rss = max(j.rss, rss)
+			j.samples = append(j.samples, s)
 		}
 	}
 	uname, _ := sh("uname", "-r")
 	ver, _ := sh("mdadm", "--version")
 	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
-	fmt.Printf("RESULT %d arrays, %d calls each, 2 vCPU TCG guest\n", arrays, n)
-	base := jobs[0].total
-	for _, j := range jobs {
-		fmt.Printf("RESULT %-34s %9v per call, peak RSS %5.1f MB, time ratio to mdadm --detail %.2f\n",
-			j.label+":", (j.total / time.Duration(n)).Round(10*time.Microsecond), float64(j.rss)/1024, float64(j.total)/float64(base))
+	fmt.Printf("RESULT %d arrays, %d interleaved calls each, 2 vCPU TCG guest; medians\n", arrays, n)
+	var base time.Duration
+	for i, j := range jobs {
+		var wall, cpu []time.Duration
+		var rss, flt []int64
+		for _, s := range j.samples {
+			wall, cpu = append(wall, s.wall), append(cpu, s.cpu)
+			rss, flt = append(rss, s.rss), append(flt, s.minflt)
+		}
+		w := median(wall)
+		if i == 0 {
+			base = w
+		}
+		fmt.Printf("RESULT %-34s %9v wall, %9v CPU, peak RSS %5.1f MB (max %5.1f), %5d minor faults; wall ratio to mdadm --detail %.2f\n",
+			j.label+":", w.Round(10*time.Microsecond), median(cpu).Round(10*time.Microsecond),
+			float64(median(rss))/1024, float64(slices.Max(rss))/1024, median(flt), float64(w)/float64(base))
 	}
 	if trace {
 		for _, args := range [][]string{
