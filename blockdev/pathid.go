@@ -89,13 +89,9 @@ func pathIDs(fsys sysfs.FS, name string) (id, compat string, err error) {
 	}
 	t := tree{fsys}
 	suffix := ""
-	partn, known := ueventPartition(t.uevent(dir))
-	if !known {
-		if _, err := t.read(dir, "partition"); err == nil {
-			partn = 1
-		}
-	}
-	if partn > 0 {
+	// A whole disk has no partition attribute: the failed open is cheaper
+	// than reading uevent.
+	if _, err := t.read(dir, "partition"); err == nil {
 		// udev imports ID_PATH from the disk and adds -part%n, %n being
 		// the trailing digits of the partition's kernel name.
 		suffix = "-part" + sysnum(path.Base(dir))

@@ -297,13 +297,22 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 
 	members, err := a.Members()
 	s.note("members", err)
+	// The superblocks are read (from the disks) while sysfs is read.
+	var sbs func() []sbResult
+	if s.metadata.Kind == sysfs.MetadataNative {
+		names := make([]string, len(members))
+		for i, mem := range members {
+			names[i] = mem.Name()
+		}
+		sbs = m.startSuperblocks(names, s.metadata)
+	}
 	for _, mem := range members {
 		ms := m.readMember(fsys, mem)
 		s.errs = append(s.errs, ms.badSysfs...)
 		s.members = append(s.members, ms)
 	}
-	if s.metadata.Kind == sysfs.MetadataNative {
-		m.readSuperblocks(s)
+	if sbs != nil {
+		m.addSuperblocks(s, sbs())
 	}
 	if !slices.ContainsFunc(s.members, func(ms memberSnap) bool { return ms.sb != nil }) {
 		if u, err := a.UUID(); err == nil && u != (uuid.UUID{}) {
@@ -313,26 +322,37 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	return s
 }
 
-// readSuperblocks reads the superblocks of all members at once, each
-// with the read deadline (readGate): a member whose disk does not answer
-// is reported as such (errNoAnswer in its Error) and delays the report by
-// the deadline at most, however many members stall.
-func (m *Manager) readSuperblocks(s *snapshot) {
-	type result struct {
-		sb  *superblock.Superblock
-		err error
-	}
-	res := make([]result, len(s.members))
+// sbResult is one member's superblock read.
+type sbResult struct {
+	sb  *superblock.Superblock
+	err error
+}
+
+// startSuperblocks starts reading the superblocks of the members named
+// (kernel names) all at once, each with the read deadline (readGate), and
+// returns the function that waits for them: a member whose disk does not
+// answer is reported as such (errNoAnswer in its Error) and delays the
+// report by the deadline at most, however many members stall.
+func (m *Manager) startSuperblocks(names []string, mv sysfs.MetadataVersion) func() []sbResult {
+	res := make([]sbResult, len(names))
 	var wg sync.WaitGroup
-	for i := range s.members {
+	for i, kname := range names {
 		wg.Add(1)
-		go func(i int, kname string) {
+		go func() {
 			defer wg.Done()
-			sb, err := m.readSuperblock(kname, s.metadata)
-			res[i] = result{sb, err}
-		}(i, s.members[i].Device)
+			sb, err := m.readSuperblock(kname, mv)
+			res[i] = sbResult{sb, err}
+		}()
 	}
-	wg.Wait()
+	return func() []sbResult {
+		wg.Wait()
+		return res
+	}
+}
+
+// addSuperblocks puts the superblocks read (res, in the order of
+// s.members) into the members.
+func (m *Manager) addSuperblocks(s *snapshot, res []sbResult) {
 	for i := range s.members {
 		ms, r := &s.members[i], res[i]
 		if r.err != nil {
@@ -355,7 +375,7 @@ func (m *Manager) readSuperblocks(s *snapshot) {
 	}
 }
 
-// readMember reads what sysfs says about one member; readSuperblocks
+// readMember reads what sysfs says about one member; addSuperblocks
 // adds its superblock.
 func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: sysfs.MemberState{}}}
