@@ -125,6 +125,26 @@ func runHost(n int, capture, trace, profile bool) error {
 	return nil
 }
 
+// pciSlots maps the PCI slot of each virtio disk ("10" for
+// 0000:00:10.0) to its kernel name, from the class/block links.
+func pciSlots() (map[string]string, error) {
+	ents, err := os.ReadDir("/sys/class/block")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, e := range ents {
+		t, err := os.Readlink(filepath.Join("/sys/class/block", e.Name()))
+		if err != nil {
+			continue
+		}
+		if _, rest, ok := strings.Cut(t, "/pci0000:00/0000:00:"); ok && len(rest) >= 2 {
+			m[rest[:2]] = e.Name()
+		}
+	}
+	return m, nil
+}
+
 // addStrace adds the host's strace and the shared libraries ldd names for
 // it to the guest's files, under the same paths.
 func addStrace(files map[string]string) error {
@@ -285,6 +305,26 @@ func runGuest(n int, out string, trace, profile bool) error {
 			for _, l := range strings.Split(strings.TrimSpace(t), "\n") {
 				fmt.Printf("STRACE %s: %s\n", strings.Join(args, " "), l)
 			}
+		}
+		slotOf, err := pciSlots()
+		if err != nil {
+			return err
+		}
+		for _, args := range [][]string{{"mdctl", "status"}, {"mdctl", "status", "--json"}, {"mdadm", "--detail", "--scan", "--verbose"}} {
+			cmd := exec.Command("strace", append([]string{"-f", "-o", "/tmp/trace", "-e", "trace=" + traced}, args...)...)
+			if o, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("strace %s: %v\n%s", strings.Join(args, " "), err, o)
+			}
+			f, err := os.Open("/tmp/trace")
+			if err != nil {
+				return err
+			}
+			rep, err := parseTrace(f, slotOf)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			rep.print(os.Stdout, strings.Join(args, " "))
 		}
 		env := append(os.Environ(), "GODEBUG=inittrace=1")
 		cmd := exec.Command("mdctl", "--version")
