@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-mdraid/mdraid/internal/vmtest"
@@ -97,19 +98,27 @@ func reset() error {
 	return nil
 }
 
-// timed runs one assembly and checks that it started every array.
-func timed(args ...string) (time.Duration, error) {
+// timed runs one assembly and checks that it started every array. It
+// returns the wall time and the process's user and system CPU time (the
+// rest of the wall time is waiting: for the kernel's work on other
+// threads, for the disks, for udev-less settling).
+func timed(args ...string) (wall, user, sys time.Duration, err error) {
+	cmd := exec.Command(args[0], args[1:]...)
 	start := time.Now()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	d := time.Since(start)
+	out, err := cmd.CombinedOutput()
+	wall = time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		return 0, 0, 0, fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		user = time.Duration(syscall.TimevalToNsec(ru.Utime))
+		sys = time.Duration(syscall.TimevalToNsec(ru.Stime))
 	}
 	st, _ := os.ReadFile("/proc/mdstat")
 	if got := strings.Count(string(st), " : active "); got != arrays {
-		return 0, fmt.Errorf("%s started %d of %d arrays:\n%s\n%s", strings.Join(args, " "), got, arrays, out, st)
+		return 0, 0, 0, fmt.Errorf("%s started %d of %d arrays:\n%s\n%s", strings.Join(args, " "), got, arrays, out, st)
 	}
-	return d, nil
+	return wall, user, sys, nil
 }
 
 func median(d []time.Duration) time.Duration {
@@ -136,9 +145,9 @@ func runGuest(n int) error {
 		}
 	}
 	jobs := []struct {
-		label string
-		args  []string
-		times []time.Duration
+		label            string
+		args             []string
+		times, usr, sys_ []time.Duration
 	}{
 		{label: "mdadm --assemble --scan", args: []string{"mdadm", "--assemble", "--scan"}},
 		{label: "mdctl assemble --scan", args: []string{"mdctl", "assemble", "--scan"}},
@@ -148,12 +157,14 @@ func runGuest(n int) error {
 			if err := reset(); err != nil {
 				return err
 			}
-			d, err := timed(jobs[j].args...)
+			d, u, sy, err := timed(jobs[j].args...)
 			if err != nil {
 				return err
 			}
 			if i >= 0 {
 				jobs[j].times = append(jobs[j].times, d)
+				jobs[j].usr = append(jobs[j].usr, u)
+				jobs[j].sys_ = append(jobs[j].sys_, sy)
 			}
 		}
 	}
@@ -164,7 +175,8 @@ func runGuest(n int) error {
 	base := median(jobs[0].times)
 	for _, j := range jobs {
 		m := median(j.times)
-		fmt.Printf("RESULT %-26s median %9v, ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond), float64(m)/float64(base))
+		fmt.Printf("RESULT %-26s median %9v (user CPU %v, system CPU %v), ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond),
+			median(j.usr).Round(100*time.Microsecond), median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
 	}
 	return nil
 }
