@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // readFull reads len(buf) bytes at off. A short read at the end of r gives
@@ -32,11 +33,16 @@ func readFull(r io.ReaderAt, buf []byte, off int64) error {
 // sector it was read from, or a superblock of the other format. As with a
 // *ChecksumError, the decoded value is returned with such an error.
 func Read(r io.ReaderAt, size int64, v Version) (*Superblock, error) {
+	return readInto(r, size, v, make([]byte, BlockSize))
+}
+
+// readInto is Read with buf, BlockSize bytes, to read into: Decode keeps
+// nothing of it, so Probe reads every location into one buffer.
+func readInto(r io.ReaderAt, size int64, v Version, buf []byte) (*Superblock, error) {
 	off, err := v.Offset(size)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, BlockSize)
 	if off+BlockSize > size {
 		// Only possible for tiny 1.x devices; read what there is.
 		buf = buf[:max(size-off, 0)]
@@ -161,13 +167,12 @@ func Probe(r io.ReaderAt, size int64) (*ProbeResult, error) {
 		return res, formatErr(-1, "device size", size, ErrDeviceTooSmall)
 	}
 	var ioErrs []error
-	done := map[int64]bool{}
+	buf := make([]byte, BlockSize)
 	for i, l := range locs {
-		if done[l.off] {
-			continue
+		if slices.ContainsFunc(locs[:i], func(p loc) bool { return p.off == l.off }) {
+			continue // read already
 		}
-		done[l.off] = true
-		sb, err := Read(r, size, l.v)
+		sb, err := readInto(r, size, l.v, buf)
 		if errors.Is(err, ErrNoSuperblock) {
 			continue
 		}
