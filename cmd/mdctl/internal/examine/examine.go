@@ -107,6 +107,27 @@ func notDevice(m fs.FileMode) string {
 // Unreadable with an error matching ErrNotDevice, without being opened:
 // a FIFO would block the open, and a directory's "size" is garbage.
 func InspectPath(path string) *Report {
+	return new(Inspector).InspectPath(path)
+}
+
+// Inspect examines a device of size bytes read through r.
+//
+// Each block is read once: the 1.1 and 1.2 locations (bytes 0 and 4096)
+// with one 8 KiB read (see withHead), the 0.90 and 1.0 locations near the
+// end with one 4 KiB read each, then the bitmap, bad-block log and PPL
+// the superblock announces.
+func Inspect(r io.ReaderAt, size int64, name string) *Report {
+	return new(Inspector).Inspect(r, size, name)
+}
+
+// Inspector inspects devices one after the other, reusing its buffers:
+// one per goroutine. The zero value is ready to use.
+type Inspector struct {
+	head [headSize]byte // withHead's
+}
+
+// InspectPath is the package's InspectPath, with x's buffers.
+func (x *Inspector) InspectPath(path string) *Report {
 	if fi, err := os.Stat(path); err == nil {
 		if kind := notDevice(fi.Mode()); kind != "" {
 			return &Report{Device: path, Status: Unreadable, Err: fmt.Errorf("is %s, %w", kind, ErrNotDevice)}
@@ -121,12 +142,14 @@ func InspectPath(path string) *Report {
 	if err != nil {
 		return &Report{Device: path, Status: Unreadable, Err: err}
 	}
-	return Inspect(f, size, path)
+	return x.Inspect(f, size, path)
 }
 
-// Inspect examines a device of size bytes read through r.
-func Inspect(r io.ReaderAt, size int64, name string) *Report {
+// Inspect is the package's Inspect, with x's buffers. Nothing in the
+// report refers to them.
+func (x *Inspector) Inspect(r io.ReaderAt, size int64, name string) *Report {
 	rep := &Report{Device: name, Size: size}
+	r = withHead(r, size, x.head[:])
 	res, err := superblock.Probe(r, size)
 	rep.Probe = res
 	switch {
@@ -169,6 +192,41 @@ func Inspect(r io.ReaderAt, size int64, name string) *Report {
 		rep.PPL, rep.PPLErr = superblock.ReadPPL(r, sb)
 	}
 	return rep
+}
+
+// headSize is what withHead reads: the 1.1 location (byte 0) and the 1.2
+// location (byte 4096), one superblock.BlockSize each.
+const headSize = 2 * superblock.BlockSize
+
+// withHead reads bytes 0 to headSize of a device of size bytes into head
+// (headSize bytes) with one read and returns a reader that serves reads inside them from that copy
+// and passes the others to r. The two locations are adjacent, so one read
+// costs one I/O where two cost two; both are always probed, so nothing
+// extra is read. When the device is smaller, or the read fails or comes
+// back short, r is returned as it is: every location then gets its own
+// read and its own error, as before.
+func withHead(r io.ReaderAt, size int64, head []byte) io.ReaderAt {
+	if size < headSize {
+		return r
+	}
+	if n, _ := r.ReadAt(head, 0); n != len(head) {
+		return r
+	}
+	return &headReader{r: r, head: head}
+}
+
+// headReader is withHead's reader.
+type headReader struct {
+	r    io.ReaderAt
+	head []byte
+}
+
+// ReadAt implements io.ReaderAt.
+func (h *headReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= 0 && off <= int64(len(h.head)) && int64(len(p)) <= int64(len(h.head))-off {
+		return copy(p, h.head[off:]), nil
+	}
+	return h.r.ReadAt(p, off)
 }
 
 // unjoin splits an errors.Join result into its parts.
