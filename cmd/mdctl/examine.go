@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -37,62 +43,182 @@ func (e *exitError) ExitCode() int { return e.code }
 // Run examines every device, prints what it found, and fails with the
 // worst status: 1 damaged superblock, 2 no superblock, 3 unreadable.
 //
+// Devices are examined by up to examineWorkers goroutines at once (see
+// inspectOrdered); what is printed, and in which order, is what one
+// device after the other prints: each device's text on stdout, then its
+// diagnostics on stderr, in argument order.
+//
 // Times are printed in zone, the local time zone (main binds it).
 func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error {
 	node := devNodes(g.Sysfs, g.Dev)
+	text := !c.JSON && !c.Export
+	n := len(c.Devices)
+	reports := make([]*examine.Report, n)
+	// Rendering is per device and done by the workers too: text and
+	// diagnostics (text mode) or the JSON object (--json).
+	var outs, diags, objs [][]byte
+	var jsonErrs []error
+	switch {
+	case text:
+		outs, diags = make([][]byte, n), make([][]byte, n)
+	case c.JSON:
+		objs, jsonErrs = make([][]byte, n), make([]error, n)
+	}
+	stdout := bufio.NewWriterSize(k.Stdout, 64<<10)
 	worst := examine.OK
 	failed := 0
-	var reports []*examine.Report
 	printed := false
-	for _, dev := range c.Devices {
-		rep := examine.InspectPath(dev)
-		reports = append(reports, rep)
+	var jsonErr error
+	workers := examineWorkers(n)
+	inspectors := make([]examine.Inspector, workers)
+	inspectOrdered(n, workers, func(w, i int) {
+		rep := inspectors[w].InspectPath(c.Devices[i])
+		reports[i] = rep
+		switch {
+		case text:
+			var out, diag bytes.Buffer
+			if rep.Superblock() != nil {
+				out.Grow(4 << 10)
+			}
+			writeText(&out, rep, zone, node)
+			writeDiagnostics(&diag, rep)
+			outs[i], diags[i] = out.Bytes(), diag.Bytes()
+		case c.JSON:
+			// An element of the array encoding/json's Encoder with
+			// SetIndent("", "  ") would write: its lines after the
+			// first indented by one level.
+			objs[i], jsonErrs[i] = json.MarshalIndent(toJSON(rep), "  ", "  ")
+		}
+	}, func(i int) {
+		rep := reports[i]
 		if rep.Status > worst {
 			worst = rep.Status
 		}
 		if rep.Status != examine.OK {
 			failed++
 		}
-		if c.JSON || c.Export {
-			continue
+		switch {
+		case text:
+			if rep.Superblock() != nil {
+				if printed {
+					stdout.WriteByte('\n')
+				}
+				stdout.Write(outs[i])
+				printed = true
+			}
+			if len(diags[i]) > 0 {
+				// Stdout first, so that when both go to one file the
+				// lines come out as one device after the other prints
+				// them.
+				stdout.Flush()
+				k.Stderr.Write(diags[i])
+			}
+			outs[i], diags[i] = nil, nil
+			if i > 0 {
+				// Only the first report is used after this (for one
+				// device); the rest is garbage to collect now.
+				reports[i] = &examine.Report{Status: rep.Status}
+			}
+		case c.JSON:
+			if jsonErr == nil {
+				jsonErr = jsonErrs[i]
+			}
 		}
-		if printed && rep.Superblock() != nil {
-			fmt.Fprintln(k.Stdout)
-		}
-		if rep.Superblock() != nil {
-			writeText(k.Stdout, rep, zone, node)
-			printed = true
-		}
-		writeDiagnostics(k.Stderr, rep)
-	}
+	})
+	// Write errors on stdout are not reported in text mode, as before.
+	stdout.Flush()
 	if c.Export {
 		if err := exportExamine(k.Stdout, k.Stderr, reports); err != nil {
 			return err
 		}
 	}
 	if c.JSON {
-		out := make([]jsonReport, 0, len(reports))
-		for _, rep := range reports {
-			out = append(out, toJSON(rep))
+		if jsonErr != nil {
+			return jsonErr
 		}
-		enc := json.NewEncoder(k.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSONArray(k.Stdout, objs); err != nil {
 			return err
 		}
 	}
 	if worst == examine.OK {
 		return nil
 	}
-	if !c.JSON && len(c.Devices) == 1 {
+	if !c.JSON && n == 1 {
 		// writeDiagnostics has said what is wrong, in one line or more:
 		// only the exit status is left to give.
 		return &quietExit{code: int(worst)}
 	}
-	if len(c.Devices) == 1 {
+	if n == 1 {
 		return &exitError{int(worst), fmt.Sprintf("%s: %v", reports[0].Device, statusMessage(reports[0]))}
 	}
-	return &exitError{int(worst), fmt.Sprintf("%d of %d devices have problems (worst: %v)", failed, len(c.Devices), worst)}
+	return &exitError{int(worst), fmt.Sprintf("%d of %d devices have problems (worst: %v)", failed, n, worst)}
+}
+
+// writeJSONArray writes the JSON array of objs, each from
+// json.MarshalIndent(v, "  ", "  "), byte for byte as an
+// encoding/json Encoder with SetIndent("", "  ") writes the slice of
+// their values, in one write.
+func writeJSONArray(w io.Writer, objs [][]byte) error {
+	if len(objs) == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
+	}
+	size := 4
+	for _, o := range objs {
+		size += len(o) + 4
+	}
+	b := make([]byte, 0, size)
+	b = append(b, "[\n  "...)
+	for i, o := range objs {
+		if i > 0 {
+			b = append(b, ",\n  "...)
+		}
+		b = append(b, o...)
+	}
+	b = append(b, "\n]\n"...)
+	_, err := w.Write(b)
+	return err
+}
+
+// examineWorkers is how many devices examine reads at once: the work is
+// mostly waiting for reads (O_DIRECT, each one a trip to the device), so
+// a few per CPU keep both the CPUs and the devices busy, and no more
+// than there are devices. bench/readlimit uses the same number.
+func examineWorkers(devices int) int {
+	return max(min(4*runtime.GOMAXPROCS(0), devices), 1)
+}
+
+// inspectOrdered calls work(w, i) for every i from 0 to n-1 on up to
+// workers goroutines, w being the goroutine's number (from 0 to
+// workers-1: its buffers), and emit(i) on the calling goroutine for every
+// i in increasing order, each as soon as work(w, i) and every emit before
+// it have returned. It returns when all have.
+func inspectOrdered(n, workers int, work func(w, i int), emit func(i int)) {
+	done := make([]chan struct{}, n)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				work(w, i)
+				close(done[i])
+			}
+		}()
+	}
+	for i := range n {
+		<-done[i]
+		emit(i)
+	}
+	wg.Wait()
 }
 
 // devNodes returns what mdadm's map_dev is to examine's 0.90 device
