@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsnet/golib/unitconv"
 	"github.com/google/uuid"
@@ -28,17 +31,24 @@ func writeText(w io.Writer, rep *examine.Report, zone *time.Location, node func(
 	if sb == nil {
 		return
 	}
-	p := &printer{w: w, zone: zone, node: node}
+	b, direct := w.(*bytes.Buffer)
+	if !direct {
+		b = new(bytes.Buffer)
+	}
+	p := &printer{w: b, zone: zone, node: node}
 	p.raw("%s:\n", escape.Text(rep.Device))
 	if sb.Version == superblock.Version090 {
 		text090(p, rep, sb)
 	} else {
 		text1(p, rep, sb)
 	}
+	if !direct {
+		w.Write(b.Bytes())
+	}
 }
 
 type printer struct {
-	w    io.Writer
+	w    *bytes.Buffer
 	zone *time.Location // of the times printed
 	// node names the device major:minor, or ""; nil names none.
 	node func(major, minor int32) string
@@ -46,13 +56,56 @@ type printer struct {
 
 func (p *printer) raw(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
 
-// line prints "label : value" with the label right-aligned to 15 columns.
-// The value is escaped: names come from the disk.
+// line prints "label : value" with the label right-aligned to 15 columns
+// (as "%15s"). The value is escaped: names come from the disk.
 func (p *printer) line(label, format string, args ...any) {
-	fmt.Fprintf(p.w, "%15s : %s\n", label, escape.Text(fmt.Sprintf(format, args...)))
+	for i := utf8.RuneCountInString(label); i < 15; i++ {
+		p.w.WriteByte(' ')
+	}
+	p.w.WriteString(label)
+	p.w.WriteString(" : ")
+	p.w.WriteString(escape.Text(sprintf(format, args...)))
+	p.w.WriteByte('\n')
 }
 
-func (p *printer) blank() { fmt.Fprintln(p.w) }
+func (p *printer) blank() { p.w.WriteByte('\n') }
+
+// sprintf is fmt.Sprintf, without fmt for the formats most lines use:
+// "%s" of a string, and "%d" of an integer followed by text without
+// verbs ("%d", "%d sectors"). Nothing else is special: a named type
+// (which could have a String or Format method) goes to fmt.
+func sprintf(format string, args ...any) string {
+	if len(args) != 1 {
+		return fmt.Sprintf(format, args...)
+	}
+	if format == "%s" {
+		if s, ok := args[0].(string); ok {
+			return s
+		}
+		return fmt.Sprintf(format, args...)
+	}
+	rest, ok := strings.CutPrefix(format, "%d")
+	if !ok || strings.IndexByte(rest, '%') >= 0 {
+		return fmt.Sprintf(format, args...)
+	}
+	var buf [24]byte
+	var n []byte
+	switch v := args[0].(type) {
+	case int:
+		n = strconv.AppendInt(buf[:0], int64(v), 10)
+	case int32:
+		n = strconv.AppendInt(buf[:0], int64(v), 10)
+	case int64:
+		n = strconv.AppendInt(buf[:0], v, 10)
+	case uint32:
+		n = strconv.AppendUint(buf[:0], uint64(v), 10)
+	case uint64:
+		n = strconv.AppendUint(buf[:0], v, 10)
+	default:
+		return fmt.Sprintf(format, args...)
+	}
+	return string(n) + rest
+}
 
 // ctime formats t in zone like C's ctime() without the newline, as mdadm
 // prints it ("%.24s" of ctime(), which uses the local time zone).
