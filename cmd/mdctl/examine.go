@@ -225,12 +225,33 @@ func inspectOrdered(n, workers int, work func(w, i int), emit func(i int)) {
 // table: the device node of the block device major:minor, found through
 // sysfs dev/block/MAJ:MIN under sysRoot and shown when devRoot has it,
 // or "" when there is none (the device is not on this system, or
-// --sysfs is not a sysfs tree).
+// --sysfs is not a sysfs tree). It looks each major:minor up once (as
+// mdadm's map_dev reads /dev once) and is safe for concurrent use.
 func devNodes(sysRoot, devRoot string) func(major, minor int32) string {
 	fsys, err := sysfs.NewFS(sysRoot)
 	if err != nil {
 		return func(int32, int32) string { return "" }
 	}
+	var mu sync.Mutex
+	found := map[[2]int32]string{}
+	lookup := devNode(fsys, devRoot)
+	return func(major, minor int32) string {
+		mu.Lock()
+		n, ok := found[[2]int32{major, minor}]
+		mu.Unlock()
+		if ok {
+			return n
+		}
+		n = lookup(major, minor)
+		mu.Lock()
+		found[[2]int32{major, minor}] = n
+		mu.Unlock()
+		return n
+	}
+}
+
+// devNode is devNodes without the memory.
+func devNode(fsys sysfs.FS, devRoot string) func(major, minor int32) string {
 	return func(major, minor int32) string {
 		if major < 0 || minor < 0 || major == 0 && minor == 0 {
 			return ""

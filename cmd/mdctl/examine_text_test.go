@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -26,4 +29,33 @@ func TestSprintfMatchesFmt(t *testing.T) {
 		c.Check(sprintf(f, []any{}...), qt.Equals, fmt.Sprintf(f, []any{}...), qt.Commentf("format %q, no arguments", f))
 		c.Check(sprintf(f, 1, "x"), qt.Equals, fmt.Sprintf(f, 1, "x"), qt.Commentf("format %q, two arguments", f))
 	}
+}
+
+// TestDevNodesLooksUpOnce: the 0.90 device column looks each
+// major:minor up once per examine (as mdadm's map_dev reads /dev once),
+// however many rows and devices name it, and gives the same answer every
+// time, from any goroutine.
+func TestDevNodesLooksUpOnce(t *testing.T) {
+	c := qt.New(t)
+	sys, dev := t.TempDir(), t.TempDir()
+	c.Assert(os.MkdirAll(filepath.Join(sys, "devices", "virtual", "block", "vda"), 0o755), qt.IsNil)
+	c.Assert(os.MkdirAll(filepath.Join(sys, "dev", "block"), 0o755), qt.IsNil)
+	c.Assert(os.Symlink("../../devices/virtual/block/vda", filepath.Join(sys, "dev", "block", "253:0")), qt.IsNil)
+	c.Assert(os.WriteFile(filepath.Join(dev, "vda"), nil, 0o644), qt.IsNil)
+	node := devNodes(sys, dev)
+	c.Assert(node(253, 0), qt.Equals, filepath.Join(dev, "vda"))
+	c.Assert(node(253, 1), qt.Equals, "")
+	// Gone from both trees: the answers stay those of the first look.
+	c.Assert(os.RemoveAll(sys), qt.IsNil)
+	c.Assert(os.RemoveAll(dev), qt.IsNil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Check(node(253, 0), qt.Equals, filepath.Join(dev, "vda"))
+			c.Check(node(253, 1), qt.Equals, "")
+		}()
+	}
+	wg.Wait()
 }
