@@ -56,11 +56,18 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 	reports := make([]*examine.Report, n)
 	// Rendering is per device and done by the workers too: text and
 	// diagnostics (text mode) or the JSON object (--json).
-	var outs, diags, objs [][]byte
+	// In text mode, rendered[i] holds device i's text and then its
+	// diagnostics, from textEnd[i] on. Printed buffers go back to spare
+	// for the workers to reuse.
+	var rendered []*bytes.Buffer
+	var textEnd []int
+	var objs [][]byte
 	var jsonErrs []error
+	workers := examineWorkers(n)
+	spare := make(chan *bytes.Buffer, 2*workers)
 	switch {
 	case text:
-		outs, diags = make([][]byte, n), make([][]byte, n)
+		rendered, textEnd = make([]*bytes.Buffer, n), make([]int, n)
 	case c.JSON:
 		objs, jsonErrs = make([][]byte, n), make([]error, n)
 	}
@@ -69,20 +76,23 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 	failed := 0
 	printed := false
 	var jsonErr error
-	workers := examineWorkers(n)
 	inspectors := make([]examine.Inspector, workers)
 	inspectOrdered(n, workers, func(w, i int) {
 		rep := inspectors[w].InspectPath(c.Devices[i])
 		reports[i] = rep
 		switch {
 		case text:
-			var out, diag bytes.Buffer
-			if rep.Superblock() != nil {
-				out.Grow(4 << 10)
+			var b *bytes.Buffer
+			select {
+			case b = <-spare:
+				b.Reset()
+			default:
+				b = bytes.NewBuffer(make([]byte, 0, 4<<10))
 			}
-			writeText(&out, rep, zone, node)
-			writeDiagnostics(&diag, rep)
-			outs[i], diags[i] = out.Bytes(), diag.Bytes()
+			writeText(b, rep, zone, node)
+			textEnd[i] = b.Len()
+			writeDiagnostics(b, rep)
+			rendered[i] = b
 		case c.JSON:
 			// An element of the array encoding/json's Encoder with
 			// SetIndent("", "  ") would write: its lines after the
@@ -99,21 +109,26 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 		}
 		switch {
 		case text:
+			b, end := rendered[i], textEnd[i]
 			if rep.Superblock() != nil {
 				if printed {
 					stdout.WriteByte('\n')
 				}
-				stdout.Write(outs[i])
+				stdout.Write(b.Bytes()[:end])
 				printed = true
 			}
-			if len(diags[i]) > 0 {
+			if b.Len() > end {
 				// Stdout first, so that when both go to one file the
 				// lines come out as one device after the other prints
 				// them.
 				stdout.Flush()
-				k.Stderr.Write(diags[i])
+				k.Stderr.Write(b.Bytes()[end:])
 			}
-			outs[i], diags[i] = nil, nil
+			rendered[i] = nil
+			select {
+			case spare <- b:
+			default:
+			}
 			if i > 0 {
 				// Only the first report is used after this (for one
 				// device); the rest is garbage to collect now.
