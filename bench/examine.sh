@@ -2,7 +2,8 @@
 # Compares `mdctl examine` with `mdadm --examine` and with the read limit
 # over the same member images (default 1,000, made from the real captures
 # in testdata/fixtures), in one run: each command gets all images in one
-# call, and the three calls alternate for several rounds. It prints each
+# call, and the three calls alternate (in an order that turns each round)
+# for several rounds. It prints each
 # round, then the median (and mean) of the rounds for each, and the
 # ratios of the medians mdctl/mdadm and mdctl/limit. mdadm reads image
 # files without the md driver. Needs mdadm (scripts/vm-deps installs it).
