@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -70,41 +71,67 @@ func (p *printer) line(label, format string, args ...any) {
 
 func (p *printer) blank() { p.w.WriteByte('\n') }
 
-// sprintf is fmt.Sprintf, without fmt for the formats most lines use:
-// "%s" of a string, and "%d" of an integer followed by text without
-// verbs ("%d", "%d sectors"). Nothing else is special: a named type
-// (which could have a String or Format method) goes to fmt.
+// sprintf is fmt.Sprintf, without fmt for the formats examine's lines
+// use most: literal text with the verbs %d (of an integer type), %s (of a
+// string) and %x (of an unsigned integer type), without flags or widths.
+// Anything else, or an argument of any other type (a named type could
+// have a String or Format method), goes to fmt.
 func sprintf(format string, args ...any) string {
-	if len(args) != 1 {
-		return fmt.Sprintf(format, args...)
-	}
-	if format == "%s" {
-		if s, ok := args[0].(string); ok {
-			return s
+	var buf [96]byte
+	b := buf[:0]
+	next := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			b = append(b, format[i])
+			continue
 		}
+		if i+1 == len(format) || next == len(args) {
+			return fmt.Sprintf(format, args...)
+		}
+		i++
+		var ok bool
+		b, ok = appendVerb(b, format[i], args[next])
+		if !ok {
+			return fmt.Sprintf(format, args...)
+		}
+		next++
+	}
+	if next != len(args) {
 		return fmt.Sprintf(format, args...)
 	}
-	rest, ok := strings.CutPrefix(format, "%d")
-	if !ok || strings.IndexByte(rest, '%') >= 0 {
-		return fmt.Sprintf(format, args...)
+	return string(b)
+}
+
+// appendVerb appends arg formatted with verb, as sprintf does, or
+// reports false when that is for fmt to do.
+func appendVerb(b []byte, verb byte, arg any) ([]byte, bool) {
+	switch verb {
+	case 's':
+		if s, ok := arg.(string); ok {
+			return append(b, s...), true
+		}
+	case 'd':
+		switch v := arg.(type) {
+		case int:
+			return strconv.AppendInt(b, int64(v), 10), true
+		case int32:
+			return strconv.AppendInt(b, int64(v), 10), true
+		case int64:
+			return strconv.AppendInt(b, v, 10), true
+		case uint32:
+			return strconv.AppendUint(b, uint64(v), 10), true
+		case uint64:
+			return strconv.AppendUint(b, v, 10), true
+		}
+	case 'x':
+		switch v := arg.(type) {
+		case uint32:
+			return strconv.AppendUint(b, uint64(v), 16), true
+		case uint64:
+			return strconv.AppendUint(b, v, 16), true
+		}
 	}
-	var buf [24]byte
-	var n []byte
-	switch v := args[0].(type) {
-	case int:
-		n = strconv.AppendInt(buf[:0], int64(v), 10)
-	case int32:
-		n = strconv.AppendInt(buf[:0], int64(v), 10)
-	case int64:
-		n = strconv.AppendInt(buf[:0], v, 10)
-	case uint32:
-		n = strconv.AppendUint(buf[:0], uint64(v), 10)
-	case uint64:
-		n = strconv.AppendUint(buf[:0], v, 10)
-	default:
-		return fmt.Sprintf(format, args...)
-	}
-	return string(n) + rest
+	return b, false
 }
 
 // ctime formats t in zone like C's ctime() without the newline, as mdadm
@@ -134,7 +161,16 @@ func unit(s string) string {
 
 // mdadmUUID prints a UUID as mdadm does: four groups of 8 hex digits.
 func mdadmUUID(u uuid.UUID) string {
-	return fmt.Sprintf("%x:%x:%x:%x", u[0:4], u[4:8], u[8:12], u[12:16])
+	var b [35]byte
+	for i, j := 0, 0; i < 16; i += 4 {
+		if i > 0 {
+			b[j] = ':'
+			j++
+		}
+		hex.Encode(b[j:], u[i:i+4])
+		j += 8
+	}
+	return string(b[:])
 }
 
 func levelName(l superblock.Level) string {
