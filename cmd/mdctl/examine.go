@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
 	"github.com/go-mdraid/mdraid/sysfs"
@@ -72,6 +73,10 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 		objs, jsonErrs = make([][]byte, n), make([]error, n)
 	}
 	stdout := bufio.NewWriterSize(k.Stdout, 64<<10)
+	// On one stream (2>&1, a terminal), diagnostics go through stdout's
+	// buffer: the same bytes in the same order, without two writes per
+	// device that has some.
+	oneStream := sameStream(k.Stdout, k.Stderr)
 	worst := examine.OK
 	failed := 0
 	printed := false
@@ -117,7 +122,11 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 				stdout.Write(b.Bytes()[:end])
 				printed = true
 			}
-			if b.Len() > end {
+			switch {
+			case b.Len() == end:
+			case oneStream:
+				stdout.Write(b.Bytes()[end:])
+			default:
 				// Stdout first, so that when both go to one file the
 				// lines come out as one device after the other prints
 				// them.
@@ -193,6 +202,48 @@ func writeJSONArray(w io.Writer, objs [][]byte) error {
 	b = append(b, "\n]\n"...)
 	_, err := w.Write(b)
 	return err
+}
+
+// sameStream reports whether writing to a and to b is writing to one
+// stream: the same *bytes.Buffer, or files sharing one open file
+// description (kcmp KCMP_FILE), as a shell's 2>&1 makes stdout and
+// stderr. Anything else, or a failing kcmp, is two streams.
+func sameStream(a, b io.Writer) bool {
+	switch a := a.(type) {
+	case *bytes.Buffer:
+		b, ok := b.(*bytes.Buffer)
+		return ok && a == b
+	case *os.File:
+		b, ok := b.(*os.File)
+		return ok && sameDescription(a, b)
+	}
+	return false
+}
+
+// kcmpFile is KCMP_FILE (include/uapi/linux/kcmp.h).
+const kcmpFile = 0
+
+// sameDescription reports whether f and g are descriptors of one open
+// file description (kcmp(2) returns 0), without changing either (Fd
+// would make them blocking).
+func sameDescription(f, g *os.File) bool {
+	fc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gc, err := g.SyscallConn()
+	if err != nil {
+		return false
+	}
+	same := false
+	fc.Control(func(fd1 uintptr) {
+		gc.Control(func(fd2 uintptr) {
+			pid := uintptr(os.Getpid())
+			r, _, errno := unix.Syscall6(unix.SYS_KCMP, pid, pid, kcmpFile, fd1, fd2, 0)
+			same = errno == 0 && r == 0
+		})
+	})
+	return same
 }
 
 // examineWorkers is how many devices examine reads at once: the work is

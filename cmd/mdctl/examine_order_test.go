@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,29 @@ func TestExamineManyKeepsArgumentOrder(t *testing.T) {
 	both, _, _ := run(true, paths...)
 	c.Check(both, qt.Equals, wantBoth.String()+summary)
 
+	// A file and a dup of it, as 2>&1 gives: one stream, written through
+	// one buffer.
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	c.Assert(err, qt.IsNil)
+	g := os.NewFile(uintptr(fd), "dup")
+	defer g.Close()
+	code = -1
+	ret := runAt(append(append([]string{"examine"}, roots...), paths...), f, g, func(c int) {
+		if code < 0 {
+			code = c
+		}
+	}, func() time.Time { return time.Now().UTC() })
+	if code < 0 {
+		code = ret
+	}
+	c.Check(code, qt.Equals, worst)
+	b, err := os.ReadFile(f.Name())
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Equals, wantBoth.String()+summary)
+
 	js, _, code := run(false, append([]string{"--json"}, paths...)...)
 	c.Check(code, qt.Equals, worst)
 	var got []json.RawMessage
@@ -152,6 +176,34 @@ func TestExamineManyKeepsArgumentOrder(t *testing.T) {
 	for i := range got {
 		c.Assert(compactJSON(t, got[i]), qt.Equals, compactJSON(t, wantJSON[i]), qt.Commentf("element %d (%s)", i, paths[i]))
 	}
+}
+
+// TestSameStream: stdout and stderr are one stream when they are one
+// buffer or share one open file description (2>&1), and two when the
+// same file is opened twice (each has its own offset) or they differ.
+func TestSameStream(t *testing.T) {
+	c := qt.New(t)
+	path := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(path)
+	c.Assert(err, qt.IsNil)
+	defer f.Close()
+	if !sameDescription(f, f) {
+		t.Skip("kcmp(2) is not available")
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	c.Assert(err, qt.IsNil)
+	dup := os.NewFile(uintptr(fd), "dup")
+	defer dup.Close()
+	again, err := os.OpenFile(path, os.O_WRONLY, 0)
+	c.Assert(err, qt.IsNil)
+	defer again.Close()
+	var b1, b2 bytes.Buffer
+	c.Check(sameStream(f, dup), qt.IsTrue)
+	c.Check(sameStream(f, again), qt.IsFalse)
+	c.Check(sameStream(f, &b1), qt.IsFalse)
+	c.Check(sameStream(&b1, &b1), qt.IsTrue)
+	c.Check(sameStream(&b1, &b2), qt.IsFalse)
+	c.Check(sameStream(io.Discard, io.Discard), qt.IsFalse)
 }
 
 func compactJSON(t *testing.T, m json.RawMessage) string {
