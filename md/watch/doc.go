@@ -11,8 +11,11 @@
 //
 // The watcher polls (POLLPRI) each array's array_state, sync_action,
 // sync_completed and degraded, each member's dev-*/state, and
-// /proc/mdstat; a full rescan every Options.Rescan is the safety net. It
-// runs on Linux only (ErrUnsupported elsewhere).
+// /proc/mdstat; a full rescan every Options.Rescan is the safety net. A
+// notification on one array's files reads that array alone again, so a
+// wake-up costs the same with one array or many; /proc/mdstat, which
+// names no array, and anything unsure read every array. It runs on
+// Linux only (ErrUnsupported elsewhere).
 //
 // # Records and heal
 //

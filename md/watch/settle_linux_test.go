@@ -34,22 +34,22 @@ func TestSettleRescanSeesDeferredRemoval(t *testing.T) {
 	_, err := os.Stat(member)
 	c.Assert(err, qt.IsNil)
 	calls := 0
-	w.wait = func(timeout time.Duration) (bool, bool) {
+	w.wait = func(timeout time.Duration) (wakeup, bool) {
 		timeouts <- timeout
 		calls++
 		switch calls {
 		case 1:
-			return true, true // mdstat signalled (mdadm --remove)
+			return wakeup{mdstat: true}, true // mdstat signalled (mdadm --remove)
 		case 2:
 			// Only now, with no notification of its own, the member's
 			// directory goes.
 			if err := os.RemoveAll(member); err != nil {
 				t.Error(err)
 			}
-			return false, true
+			return wakeup{}, true
 		}
 		<-ctx.Done()
-		return false, false
+		return wakeup{}, false
 	}
 	ch := make(chan Event, 64)
 	go w.run(ctx, ch)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,8 +48,10 @@ type Options struct {
 	// (sd_notify); tests use it instead of sleeping.
 	Ready func()
 	// Snapshot, when set, is called from the watcher's goroutine after
-	// each snapshot it takes (md.Manager.Discover), before the events
-	// of that snapshot are sent: with the Report and a nil error, or
+	// each snapshot it takes (md.Manager.Discover, or, after a
+	// notification on one array's files, that array read again and the
+	// others as the last snapshot had them), before the events of that
+	// snapshot are sent: with the Report and a nil error, or
 	// with a nil Report and the error when the snapshot could not be
 	// taken. The watcher never changes a Report after handing it over
 	// (records and heal leave it as it was), so the callee may keep it
@@ -90,8 +93,13 @@ var ErrUnsupported = errors.New("md: watch is only supported on Linux")
 // member's dev-*/state, and /proc/mdstat, which the kernel notifies when
 // arrays start, stop, fail, gain or lose members and start or end a sync
 // (md-format.md §7). After each notification it takes a fresh snapshot
-// (md.Manager.Discover) and reports the difference to the previous one as Events.
-// A full rescan every Options.Rescan is the safety net.
+// and reports the difference to the previous one as Events: a
+// notification on an array's own files reads that array again
+// (md.Manager.DiscoverNames), so that a wake-up costs the same however
+// many other arrays there are; anything else (/proc/mdstat alone, a
+// uevent, arrays that appeared or went) reads every array
+// (md.Manager.Discover). A full rescan every Options.Rescan is the
+// safety net.
 //
 // The first snapshot reports what mdadm --monitor reports at start-up:
 // degraded arrays and missing spares. With Options.Store, healthy
@@ -131,28 +139,34 @@ type watcher struct {
 	sys          *pollSet
 	history      md.HealHistory // heal attempts that failed, not retried until something changes
 	// wait, when set (by tests), stands in for the poll set's wait: it
-	// sees each timeout the loop chooses and says whether a notification
-	// woke it.
-	wait func(timeout time.Duration) (woke, ok bool)
+	// sees each timeout the loop chooses and says what woke it (nothing:
+	// the timeout passed).
+	wait func(timeout time.Duration) (u wakeup, ok bool)
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and
-// then records and heals. It returns false when ctx is done.
-func (w *watcher) scan(ctx context.Context, ch chan<- Event) bool {
+// then records and heals. With names, only those arrays (kernel names)
+// are read again and the others are as the previous snapshot has them
+// (see snapshot). It reports whether it read every array (full), and ok
+// false when ctx is done.
+func (w *watcher) scan(ctx context.Context, ch chan<- Event, names []string) (full, ok bool) {
 	// New files are armed before the snapshot that sees them, so a
 	// change between the two is not lost: scan again while the set of
 	// polled files grows.
 	for range 3 {
-		r, err := w.m.Discover(ctx)
+		r, all, err := w.snapshot(ctx, names)
 		if err != nil {
 			if ctx.Err() != nil {
-				return false
+				return false, false
 			}
 			w.o.Logger.Error("snapshot failed", "err", err)
 			if w.o.Snapshot != nil {
 				w.o.Snapshot(nil, err)
 			}
-			return true
+			return true, true
+		}
+		if all {
+			names, full = nil, true
 		}
 		if w.o.Snapshot != nil {
 			w.o.Snapshot(r, nil)
@@ -160,25 +174,88 @@ func (w *watcher) scan(ctx context.Context, ch chan<- Event) bool {
 		evs := diff(w.prev, r, w.o.Spares)
 		w.prev = r
 		if !send(ctx, ch, evs) {
-			return false
+			return full, false
 		}
-		if !w.sys.reconcile(w.m.FS(), w.o.Logger) {
+		if !w.sys.reconcile(w.m.FS(), w.o.Logger, names) {
 			break
 		}
 	}
 	if w.o.Store == nil {
-		return true
+		return full, true
 	}
 	rs := w.loadRecords(ctx)
 	if rs != nil {
 		if !send(ctx, ch, w.record(ctx, w.prev, rs)) {
-			return false
+			return full, false
 		}
 	}
 	if w.o.Heal {
-		return send(ctx, ch, w.heal(ctx, w.prev, rs))
+		return full, send(ctx, ch, w.heal(ctx, w.prev, rs))
 	}
-	return true
+	return full, true
+}
+
+// snapshot takes the next snapshot. With names it reads only those
+// arrays (md.Manager.DiscoverNames) and takes the others from the
+// previous snapshot, in its order, dated now (the Manager's clock), as if
+// Discover had found them unchanged; a notification on an array's own
+// files says nothing about the others. Anything that makes that
+// unsure reads every array instead (md.Manager.Discover), and all is
+// then true: no previous snapshot, arrays that appeared or went since,
+// a name that is not one of them, or an error.
+func (w *watcher) snapshot(ctx context.Context, names []string) (r *md.Report, all bool, err error) {
+	if len(names) > 0 {
+		r, err := w.partial(ctx, names)
+		if err == nil {
+			return r, false, nil
+		}
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		w.o.Logger.Debug("reading every array", "why", err)
+	}
+	r, err = w.m.Discover(ctx)
+	return r, true, err
+}
+
+// partial is snapshot for names; an error says why it could not be.
+func (w *watcher) partial(ctx context.Context, names []string) (*md.Report, error) {
+	prev := w.prev
+	if prev == nil || prev.Error != "" {
+		return nil, errors.New("no previous snapshot")
+	}
+	listed, err := w.m.FS().Arrays()
+	if err != nil {
+		return nil, err
+	}
+	if len(listed) != len(prev.Arrays) {
+		return nil, errors.New("arrays appeared or went")
+	}
+	for i := range prev.Arrays {
+		if _, found := slices.BinarySearch(listed, prev.Arrays[i].Device); !found {
+			return nil, errors.New("arrays appeared or went")
+		}
+	}
+	for _, n := range names {
+		if _, found := slices.BinarySearch(listed, n); !found {
+			return nil, fmt.Errorf("no array %q", n)
+		}
+	}
+	fresh, err := w.m.DiscoverNames(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	// The previous snapshot is never changed (see Options.Snapshot):
+	// this one gets its own list.
+	r := &md.Report{Version: fresh.Version, Time: fresh.Time, Arrays: slices.Clone(prev.Arrays)}
+	for _, a := range fresh.Arrays {
+		i := slices.IndexFunc(r.Arrays, func(b md.Array) bool { return b.Device == a.Device })
+		if i < 0 {
+			return nil, fmt.Errorf("array %q is not in the previous snapshot", a.Device)
+		}
+		r.Arrays[i] = a
+	}
+	return r, nil
 }
 
 func send(ctx context.Context, ch chan<- Event, evs []Event) bool {

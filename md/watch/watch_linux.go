@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type pollSet struct {
 	mdstat int            // /proc/mdstat, or -1
 	files  map[string]int // sysfs path -> fd
 	paths  map[int]string // fd -> sysfs path
+	owner  map[int]string // fd -> kernel name of the array the file belongs to
 	buf    []byte
 }
 
@@ -37,7 +39,7 @@ type pollSet struct {
 // for heal, the uevent socket. Arrays' files are added by reconcile.
 func (w *watcher) open() (err error) {
 	p := &pollSet{epfd: -1, stopfd: -1, uevent: -1, mdstat: -1,
-		files: map[string]int{}, paths: map[int]string{}, buf: make([]byte, 4096)}
+		files: map[string]int{}, paths: map[int]string{}, owner: map[int]string{}, buf: make([]byte, 4096)}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -128,14 +130,18 @@ func (p *pollSet) arm(fd int) error {
 }
 
 // reconcile opens and arms the attributes of every array now in sysfs,
-// and closes those of arrays and members that went away. It reports
-// whether it opened anything.
-func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger) bool {
-	want := map[string]bool{}
-	names, err := fs.Arrays()
-	if err != nil {
-		log.Warn("listing arrays to poll", "err", err)
-		return false
+// and closes those of arrays and members that went away; with only, it
+// does so for those arrays (kernel names) alone and leaves the others'
+// files as they are. It reports whether it opened anything.
+func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger, only []string) bool {
+	want := map[string]string{} // path -> array
+	names := only
+	if names == nil {
+		var err error
+		if names, err = fs.Arrays(); err != nil {
+			log.Warn("listing arrays to poll", "err", err)
+			return false
+		}
 	}
 	for _, name := range names {
 		a, err := fs.Array(name)
@@ -143,20 +149,20 @@ func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger) bool {
 			continue
 		}
 		for _, attr := range []string{"array_state", "sync_action", "sync_completed", "degraded"} {
-			want[a.Path(attr)] = true
+			want[a.Path(attr)] = name
 		}
 		mems, _ := a.Members()
 		for _, mem := range mems {
-			want[mem.Path("state")] = true
+			want[mem.Path("state")] = name
 		}
 	}
 	for path, fd := range p.files {
-		if !want[path] {
+		if _, ok := want[path]; !ok && (only == nil || slices.Contains(only, p.owner[fd])) {
 			p.drop(fd)
 		}
 	}
 	opened := false
-	for path := range want {
+	for path, name := range want {
 		if _, ok := p.files[path]; ok {
 			continue
 		}
@@ -177,7 +183,7 @@ func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger) bool {
 			unix.Close(fd)
 			continue
 		}
-		p.files[path], p.paths[fd] = fd, path
+		p.files[path], p.paths[fd], p.owner[fd] = fd, path, name
 		opened = true
 	}
 	return opened
@@ -187,17 +193,19 @@ func (p *pollSet) reconcile(fs sysfs.FS, log *slog.Logger) bool {
 func (p *pollSet) drop(fd int) {
 	path := p.paths[fd]
 	delete(p.paths, fd)
+	delete(p.owner, fd)
 	delete(p.files, path)
 	unix.Close(fd)
 }
 
-// wait blocks until the kernel notifies a change, the rescan interval
-// passes, or stop is signalled; it re-arms every notified file. It
-// reports whether a file was notified (woke), and ok false when the watch
-// must stop.
-func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) (woke, ok bool) {
+// wait blocks until the kernel notifies a change, the timeout passes,
+// or stop is signalled; it re-arms every notified file. It reports what
+// was notified (see wakeup; nothing when the timeout passed), and ok
+// false when the watch must stop.
+func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) (u wakeup, ok bool) {
 	evs := make([]unix.EpollEvent, 64)
-	ms := int(timeout / time.Millisecond)
+	// Rounded up: woken early, the loop would find nothing due.
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
 	for {
 		n, err := unix.EpollWait(p.epfd, evs, ms)
 		if errors.Is(err, unix.EINTR) {
@@ -205,29 +213,49 @@ func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) (woke, ok bool) 
 		}
 		if err != nil {
 			log.Error("epoll_wait", "err", err)
-			return false, false
+			return wakeup{}, false
 		}
 		for _, ev := range evs[:n] {
-			fd := int(ev.Fd)
-			switch fd {
-			case p.stopfd:
-				return false, false
-			case p.uevent:
-				p.drainUevents()
-			case p.mdstat:
-				if err := p.arm(fd); err != nil {
-					log.Warn("reading mdstat", "err", err)
-				}
-			default:
-				if err := p.arm(fd); err != nil {
-					// The node is gone (ENODEV): a member or array
-					// left. reconcile opens it again if it comes back.
-					p.drop(fd)
-				}
+			if !p.note(int(ev.Fd), &u, log) {
+				return wakeup{}, false
 			}
 		}
-		return n > 0, true
+		return u, true
 	}
+}
+
+// note re-arms the notified file fd and adds what it says to u: the
+// array it belongs to, /proc/mdstat, or, for a uevent, a file that went
+// away or one the set does not know, every array. It returns false for
+// the stop eventfd.
+func (p *pollSet) note(fd int, u *wakeup, log *slog.Logger) bool {
+	switch fd {
+	case p.stopfd:
+		return false
+	case p.uevent:
+		p.drainUevents()
+		u.all = true
+	case p.mdstat:
+		if err := p.arm(fd); err != nil {
+			log.Warn("reading mdstat", "err", err)
+		}
+		u.mdstat = true
+	default:
+		name, known := p.owner[fd]
+		if err := p.arm(fd); err != nil {
+			// The node is gone (ENODEV): a member or array left.
+			// reconcile opens it again if it comes back.
+			p.drop(fd)
+			u.all = true
+			return true
+		}
+		if !known {
+			u.all = true
+			return true
+		}
+		u.add(name)
+	}
+	return true
 }
 
 // drainUevents empties the uevent socket; the messages only wake the
@@ -259,7 +287,7 @@ func (p *pollSet) close() {
 	for fd := range p.paths {
 		unix.Close(fd)
 	}
-	p.files, p.paths = map[string]int{}, map[int]string{}
+	p.files, p.paths, p.owner = map[string]int{}, map[int]string{}, map[int]string{}
 	p.stopMu.Lock()
 	defer p.stopMu.Unlock()
 	for _, fd := range []*int{&p.uevent, &p.mdstat, &p.stopfd, &p.epfd} {
@@ -285,41 +313,80 @@ const settleGap = 250 * time.Millisecond
 const minScanGap = 5 * time.Millisecond
 
 // run is the watch loop: snapshot, then wait for the kernel, until ctx
-// ends.
+// ends. A notification on an array's own files reads that array again
+// (see watcher.snapshot); anything else, and the rescan every
+// Options.Rescan since the last full one, reads every array.
 func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 	defer close(ch)
 	defer w.sys.close()
 	stop := context.AfterFunc(ctx, w.sys.stop)
 	defer stop()
-	var last time.Time
-	settle := false // the last scan was woken: look again after settleGap
+	var last, lastFull time.Time
+	var again lookAgain // the looks after settleGap still due
+	todo := wakeup{all: true}
+	var woken wakeup // what woke the wait before the scan of todo
 	ready := w.o.Ready
 	for {
 		if d := time.Since(last); d < minScanGap {
 			time.Sleep(minScanGap - d)
 		}
 		last = time.Now()
-		if !w.scan(ctx, ch) || ctx.Err() != nil {
+		names := todo.names()
+		full, ok := w.scan(ctx, ch, names)
+		if !ok || ctx.Err() != nil {
 			return
 		}
-		w.o.Logger.Debug("scan", "took", time.Since(last))
+		now := time.Now()
+		w.o.Logger.Debug("scan", "arrays", names, "full", full, "took", now.Sub(last))
+		if full {
+			lastFull = now
+		}
+		if woken.woke() {
+			if full && !todo.all {
+				// Unsure what changed (see watcher.snapshot): look
+				// at everything again.
+				woken.all = true
+			}
+			again.add(woken, now.Add(settleGap))
+		}
 		if ready != nil {
 			ready()
 			ready = nil
 		}
-		timeout := w.o.Rescan
-		if settle {
-			timeout = min(timeout, settleGap)
+		for {
+			timeout := lastFull.Add(w.o.Rescan).Sub(now)
+			if at, ok := again.next(); ok {
+				timeout = min(timeout, at.Sub(now))
+			}
+			timeout = max(timeout, 0)
+			var u wakeup
+			if w.wait != nil {
+				u, ok = w.wait(timeout)
+			} else {
+				u, ok = w.sys.wait(timeout, w.o.Logger)
+			}
+			if !ok || ctx.Err() != nil {
+				return
+			}
+			if u.woke() {
+				now = time.Now()
+				todo = u.scan()
+			} else {
+				// The timeout passed, even if the clock has not quite
+				// got there.
+				if now = now.Add(timeout); time.Now().After(now) {
+					now = time.Now()
+				}
+				todo = wakeup{}
+			}
+			woken = u
+			again.due(now, &todo)
+			if !now.Before(lastFull.Add(w.o.Rescan)) {
+				todo.all = true
+			}
+			if todo.all || len(todo.arrays) > 0 {
+				break
+			}
 		}
-		var woke, ok bool
-		if w.wait != nil {
-			woke, ok = w.wait(timeout)
-		} else {
-			woke, ok = w.sys.wait(timeout, w.o.Logger)
-		}
-		if !ok || ctx.Err() != nil {
-			return
-		}
-		settle = woke
 	}
 }

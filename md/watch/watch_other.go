@@ -14,6 +14,6 @@ type pollSet struct{}
 
 func (w *watcher) open() error { return ErrUnsupported }
 
-func (p *pollSet) reconcile(sysfs.FS, *slog.Logger) bool { return false }
+func (p *pollSet) reconcile(sysfs.FS, *slog.Logger, []string) bool { return false }
 
 func (w *watcher) run(context.Context, chan<- Event) {}

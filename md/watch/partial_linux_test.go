@@ -1,0 +1,399 @@
+//go:build linux
+
+package watch
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// twoMirrors rebuilds a captured healthy raid1 (md0, on vda and vdb) and
+// adds md1, a copy of md0's sysfs directory (the same members, which
+// Discover does not mind). It returns a Manager on it, dated by clock,
+// and the sysfs directory of each array's md/ (and "sys": the root).
+func twoMirrors(t *testing.T, clock func() time.Time) (*md.Manager, map[string]string) {
+	t.Helper()
+	sys, dev := loadCase(t, "raid1-v1.2").System(t)
+	virt := filepath.Join(sys, "devices", "virtual", "block")
+	if err := copyTree(filepath.Join(virt, "md0"), filepath.Join(virt, "md1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../devices/virtual/block/md1", filepath.Join(sys, "block", "md1")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, map[string]string{"md0": filepath.Join(virt, "md0", "md"), "md1": filepath.Join(virt, "md1", "md"), "sys": sys}
+}
+
+// copyTree copies the directory src to dst, symbolic links as links.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, to)
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+}
+
+// steppedWatch runs a watcher whose waits the test answers one by one:
+// step returns the timeout of the next wait, once the scan before it has
+// sent all its events, which it returns as well.
+type steppedWatch struct {
+	t        *testing.T
+	ch       chan Event
+	timeouts chan time.Duration
+	answers  chan wakeup
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	reports  []*md.Report // every snapshot handed to Options.Snapshot
+}
+
+func startStepped(t *testing.T, m *md.Manager) *steppedWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &steppedWatch{t: t, ch: make(chan Event, 64), timeouts: make(chan time.Duration), answers: make(chan wakeup), cancel: cancel}
+	o := (&Options{Rescan: time.Hour, Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Snapshot: func(r *md.Report, err error) {
+			if err != nil {
+				t.Errorf("snapshot: %v", err)
+				return
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.reports = append(s.reports, r)
+		}}).withDefaults()
+	w := &watcher{m: m, o: o, refused: map[string]string{}}
+	if err := w.open(); err != nil {
+		t.Fatal(err)
+	}
+	w.wait = func(timeout time.Duration) (wakeup, bool) {
+		select {
+		case s.timeouts <- timeout:
+		case <-ctx.Done():
+			return wakeup{}, false
+		}
+		select {
+		case u := <-s.answers:
+			return u, true
+		case <-ctx.Done():
+			return wakeup{}, false
+		}
+	}
+	go w.run(ctx, s.ch)
+	t.Cleanup(func() {
+		cancel()
+		for range s.ch {
+		}
+	})
+	return s
+}
+
+// step waits for the watcher's next wait and returns its timeout and the
+// events sent since the last step, compactly (brief).
+func (s *steppedWatch) step() (time.Duration, []string) {
+	s.t.Helper()
+	var timeout time.Duration
+	select {
+	case timeout = <-s.timeouts:
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("the watcher did not wait again within 10s")
+	}
+	// The scan sent its events before it waited; nobody else reads ch.
+	var evs []Event
+	for len(s.ch) > 0 {
+		evs = append(evs, <-s.ch)
+	}
+	return timeout, brief(evs)
+}
+
+// wake answers the pending wait.
+func (s *steppedWatch) wake(u wakeup) { s.answers <- u }
+
+func arraysWoken(names ...string) wakeup {
+	var u wakeup
+	for _, n := range names {
+		u.add(n)
+	}
+	return u
+}
+
+// fail marks vdb faulty in the array whose md/ directory is dir, as the
+// kernel shows it at once after md_error.
+func fail(t *testing.T, dir string) {
+	t.Helper()
+	for f, v := range map[string]string{"dev-vdb/state": "faulty\n", "degraded": "1\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mentions(evs []string, array string) bool {
+	return slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, " "+array) })
+}
+
+// TestWakeReadsOnlyTheWokenArray: a notification on one array's files
+// reads that array again and no other (a change to md0 that nothing
+// announced stays unseen), reports its Fail, and dates the snapshot by
+// the Manager's clock with the other array as before and in its place;
+// the look again after settleGap reads that array alone too. A
+// notification of /proc/mdstat alone, which names no array, reads every
+// array and finds md0's Fail.
+func TestWakeReadsOnlyTheWokenArray(t *testing.T) {
+	c := qt.New(t)
+	var clockMu sync.Mutex
+	tick := t0
+	clock := func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		tick = tick.Add(time.Second)
+		return tick
+	}
+	m, dirs := twoMirrors(t, clock)
+	s := startStepped(t, m)
+
+	timeout, evs := s.step()
+	c.Assert(evs, qt.HasLen, 0, qt.Commentf("two healthy mirrors: %v", evs))
+	c.Assert(timeout, qt.Equals, time.Hour)
+
+	fail(t, dirs["md0"])
+	fail(t, dirs["md1"])
+	s.wake(arraysWoken("md1"))
+	timeout, evs = s.step()
+	c.Assert(evs, qt.Contains, "Fail md1 vdb slot=1")
+	c.Assert(mentions(evs, "md0"), qt.IsFalse, qt.Commentf("md0 was read: %v", evs))
+	c.Assert(timeout, qt.Equals, settleGap)
+
+	s.mu.Lock()
+	first, partial := s.reports[0], s.reports[len(s.reports)-1]
+	s.mu.Unlock()
+	c.Assert(partial.Arrays, qt.HasLen, 2)
+	c.Assert(partial.Arrays[0].Device, qt.Equals, "md0")
+	c.Assert(partial.Arrays[1].Device, qt.Equals, "md1")
+	c.Assert(partial.Arrays[0], qt.DeepEquals, first.Arrays[0])
+	c.Assert(partial.Arrays[1].Availability, qt.Equals, md.Degraded)
+	c.Assert(first.Arrays[1].Availability, qt.Equals, md.Online, qt.Commentf("the first snapshot was changed"))
+	c.Assert(partial.Time.After(first.Time), qt.IsTrue, qt.Commentf("first %v, then %v", first.Time, partial.Time))
+	clockMu.Lock()
+	c.Assert(partial.Time, qt.Equals, tick.UTC(), qt.Commentf("not the Manager's clock"))
+	clockMu.Unlock()
+
+	s.wake(wakeup{}) // settleGap passed: md1 is looked at again, alone
+	timeout, evs = s.step()
+	c.Assert(evs, qt.HasLen, 0)
+	c.Assert(timeout > settleGap, qt.IsTrue, qt.Commentf("%v", timeout))
+
+	s.wake(wakeup{mdstat: true})
+	_, evs = s.step()
+	c.Assert(evs, qt.Contains, "Fail md0 vdb slot=1")
+	c.Assert(mentions(evs, "md1"), qt.IsFalse, qt.Commentf("%v", evs))
+}
+
+// TestWakeWithMdstatLooksAtEveryArrayAfterSettle: md_error notifies the
+// member's state file and /proc/mdstat together. The wake-up reads the
+// array whose files were notified, but /proc/mdstat may have been
+// notified for another array as well, so the look again after settleGap
+// reads every array: a change on md0 that only /proc/mdstat announced
+// is late by settleGap at most, never lost.
+func TestWakeWithMdstatLooksAtEveryArrayAfterSettle(t *testing.T) {
+	c := qt.New(t)
+	m, dirs := twoMirrors(t, nil)
+	s := startStepped(t, m)
+	s.step()
+
+	fail(t, dirs["md0"])
+	fail(t, dirs["md1"])
+	u := arraysWoken("md1")
+	u.mdstat = true
+	s.wake(u)
+	timeout, evs := s.step()
+	c.Assert(evs, qt.Contains, "Fail md1 vdb slot=1")
+	c.Assert(mentions(evs, "md0"), qt.IsFalse, qt.Commentf("%v", evs))
+	c.Assert(timeout, qt.Equals, settleGap)
+
+	s.wake(wakeup{})
+	_, evs = s.step()
+	c.Assert(evs, qt.Contains, "Fail md0 vdb slot=1")
+}
+
+// TestSettleLookSurvivesAnotherWake: a notification on md0 during the
+// settle gap of md1 reads md0 alone and does not cancel md1's look
+// again: a change the kernel finishes on md1 afterwards, with no
+// notification (the member's directory goes), is still reported when
+// that look is due.
+func TestSettleLookSurvivesAnotherWake(t *testing.T) {
+	c := qt.New(t)
+	m, dirs := twoMirrors(t, nil)
+	s := startStepped(t, m)
+	s.step()
+
+	fail(t, dirs["md1"])
+	s.wake(arraysWoken("md1"))
+	timeout, evs := s.step()
+	c.Assert(evs, qt.Contains, "Fail md1 vdb slot=1")
+	c.Assert(timeout, qt.Equals, settleGap)
+
+	// Within the gap, a member of md0 fails.
+	fail(t, dirs["md0"])
+	s.wake(arraysWoken("md0"))
+	timeout, evs = s.step()
+	c.Assert(evs, qt.Contains, "Fail md0 vdb slot=1")
+	c.Assert(mentions(evs, "md1"), qt.IsFalse, qt.Commentf("%v", evs))
+	c.Assert(timeout <= settleGap, qt.IsTrue, qt.Commentf("%v", timeout))
+
+	// md1's member goes, with no notification of its own.
+	c.Assert(os.RemoveAll(filepath.Join(dirs["md1"], "dev-vdb")), qt.IsNil)
+	s.wake(wakeup{}) // md1's look is due first
+	_, evs = s.step()
+	c.Assert(evs, qt.Contains, "MemberRemoved md1 vdb slot=1")
+}
+
+// TestWakeFallsBackToEveryArray: what a wake-up names cannot always be
+// read alone; then every array is read, as before: an array that is not
+// there any more (it stopped), an array that appeared since, and a
+// wake-up that names no array (a uevent, a file that went away).
+func TestWakeFallsBackToEveryArray(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dirs map[string]string) // besides md0's Fail
+		wake   wakeup
+		want   string // besides md0's Fail
+	}{{
+		name: "woken array gone",
+		change: func(t *testing.T, dirs map[string]string) {
+			if err := os.Remove(filepath.Join(dirs["sys"], "block", "md1")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		wake: arraysWoken("md1"),
+		want: "DeviceDisappeared md1",
+	}, {
+		name: "another array appeared",
+		change: func(t *testing.T, dirs map[string]string) {
+			virt := filepath.Dir(filepath.Dir(dirs["md0"]))
+			if err := copyTree(filepath.Join(virt, "md0"), filepath.Join(virt, "md2")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../devices/virtual/block/md2", filepath.Join(dirs["sys"], "block", "md2")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		wake: arraysWoken("md1"),
+		want: "NewArray md2",
+	}, {
+		name:   "not an array",
+		change: func(*testing.T, map[string]string) {},
+		wake:   arraysWoken("md9"),
+	}, {
+		name:   "uevent or a file gone",
+		change: func(*testing.T, map[string]string) {},
+		wake:   wakeup{all: true},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := qt.New(t)
+			m, dirs := twoMirrors(t, nil)
+			s := startStepped(t, m)
+			s.step()
+			fail(t, dirs["md0"])
+			tc.change(t, dirs)
+			s.wake(tc.wake)
+			_, evs := s.step()
+			c.Assert(evs, qt.Contains, "Fail md0 vdb slot=1")
+			if tc.want != "" {
+				c.Assert(evs, qt.Contains, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoteNamesTheArray: a notified file of an array names that array; a
+// file the set does not know, one that cannot be read any more (it is
+// closed and forgotten) and a uevent name every array; /proc/mdstat is
+// noted as such.
+func TestNoteNamesTheArray(t *testing.T) {
+	c := qt.New(t)
+	o := (&Options{Mdstat: filepath.Join(t.TempDir(), "no-mdstat")}).withDefaults()
+	w := &watcher{o: o}
+	c.Assert(w.open(), qt.IsNil)
+	p := w.sys
+	defer p.close()
+	dir := t.TempDir()
+	open := func(path string) int {
+		t.Helper()
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	file := filepath.Join(dir, "state")
+	c.Assert(os.WriteFile(file, []byte("in_sync\n"), 0o644), qt.IsNil)
+	known := open(file)
+	p.files[file], p.paths[known], p.owner[known] = known, file, "md3"
+	gone := open(dir) // reading a directory fails, as a deleted sysfs node does
+	p.files[dir], p.paths[gone], p.owner[gone] = gone, dir, "md4"
+	stranger := open(file)
+	defer unix.Close(stranger)
+	mdstat := open(file)
+	defer unix.Close(mdstat)
+	p.mdstat = mdstat
+	defer func() { p.mdstat = -1 }()
+
+	var u wakeup
+	c.Assert(p.note(known, &u, o.Logger), qt.IsTrue)
+	c.Assert(u.all || u.mdstat, qt.IsFalse)
+	c.Assert(u.names(), qt.DeepEquals, []string{"md3"})
+
+	u = wakeup{}
+	c.Assert(p.note(mdstat, &u, o.Logger), qt.IsTrue)
+	c.Assert(u.mdstat && !u.all && len(u.arrays) == 0, qt.IsTrue)
+	c.Assert(u.scan().names(), qt.IsNil, qt.Commentf("mdstat alone must read every array"))
+
+	u = wakeup{}
+	c.Assert(p.note(stranger, &u, o.Logger), qt.IsTrue)
+	c.Assert(u.all, qt.IsTrue)
+
+	u = wakeup{}
+	c.Assert(p.note(gone, &u, o.Logger), qt.IsTrue)
+	c.Assert(u.all, qt.IsTrue)
+	_, still := p.owner[gone]
+	c.Assert(still, qt.IsFalse, qt.Commentf("a file that cannot be read is dropped"))
+	_, still = p.files[dir]
+	c.Assert(still, qt.IsFalse)
+
+	c.Assert(p.note(p.stopfd, &u, o.Logger), qt.IsFalse)
+}

@@ -1,0 +1,114 @@
+package watch
+
+import (
+	"slices"
+	"time"
+)
+
+// wakeup is what woke the watcher: which files the kernel notified.
+type wakeup struct {
+	// all: something that names no one array woke it (a uevent, a
+	// file that went away or that the watcher did not open), and every
+	// array is read again.
+	all bool
+	// mdstat: /proc/mdstat was notified. The kernel notifies it for a
+	// change to any array (md_new_event: an array started or stopped, a
+	// member failed, was added or removed, a sync ended), so it names no
+	// array: on its own it is read as all. Together with an array's own
+	// files it does not make the wake-up read every array (md_error
+	// notifies both the member's state and /proc/mdstat), but the look
+	// again after settleGap is then at every array.
+	mdstat bool
+	// arrays are the kernel names of the arrays whose own files were
+	// notified.
+	arrays map[string]bool
+}
+
+// woke reports whether anything was notified.
+func (u wakeup) woke() bool { return u.all || u.mdstat || len(u.arrays) > 0 }
+
+// add notes that a file of the array name was notified.
+func (u *wakeup) add(name string) {
+	if u.arrays == nil {
+		u.arrays = map[string]bool{}
+	}
+	u.arrays[name] = true
+}
+
+// scan returns what a scan after u reads: a copy of u that asks for
+// every array when nothing but /proc/mdstat woke it (see wakeup.mdstat).
+func (u wakeup) scan() wakeup {
+	out := wakeup{all: u.all || len(u.arrays) == 0, mdstat: u.mdstat}
+	for n := range u.arrays {
+		out.add(n)
+	}
+	return out
+}
+
+// names returns the arrays the wake-up asks to read, sorted, or nil
+// when it asks for every array.
+func (u wakeup) names() []string {
+	if u.all || len(u.arrays) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(u.arrays))
+	for n := range u.arrays {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lookAgain is what the watcher must look at again, and when: after a
+// scan that a notification woke, the arrays it woke for are read again
+// settleGap later, because the kernel notifies before it has finished
+// some changes (see settleGap). Each entry is due settleGap after the
+// last woken scan that asked for it.
+type lookAgain struct {
+	all    time.Time            // every array, due then; zero when not asked
+	arrays map[string]time.Time // one array, due then
+}
+
+// add asks for a look at the arrays of u (every array when u names
+// none, or when /proc/mdstat was notified) at 'at'.
+func (l *lookAgain) add(u wakeup, at time.Time) {
+	if u.all || u.mdstat || len(u.arrays) == 0 {
+		l.all = at
+		return
+	}
+	if l.arrays == nil {
+		l.arrays = map[string]time.Time{}
+	}
+	for n := range u.arrays {
+		l.arrays[n] = at
+	}
+}
+
+// next returns when the earliest look is due, and false when none is
+// asked for.
+func (l *lookAgain) next() (time.Time, bool) {
+	var first time.Time
+	if !l.all.IsZero() {
+		first = l.all
+	}
+	for _, at := range l.arrays {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// due removes the looks due at now and adds them to u.
+func (l *lookAgain) due(now time.Time, u *wakeup) {
+	if !l.all.IsZero() && !now.Before(l.all) {
+		u.all = true
+		l.all = time.Time{}
+	}
+	for n, at := range l.arrays {
+		if !now.Before(at) {
+			u.add(n)
+			delete(l.arrays, n)
+		}
+	}
+}
