@@ -223,31 +223,28 @@ func TestWakeReadsOnlyTheWokenArray(t *testing.T) {
 	c.Assert(mentions(evs, "md1"), qt.IsFalse, qt.Commentf("%v", evs))
 }
 
-// TestWakeWithMdstatLooksAtEveryArrayAfterSettle: md_error notifies the
-// member's state file and /proc/mdstat together. The wake-up reads the
-// array whose files were notified, but /proc/mdstat may have been
-// notified for another array as well, so the look again after settleGap
-// reads every array: a change on md0 that only /proc/mdstat announced
-// is late by settleGap at most, never lost.
-func TestWakeWithMdstatLooksAtEveryArrayAfterSettle(t *testing.T) {
+// TestDueLookReadAfterTheWokenArray: when a wake-up comes as a look
+// again is due, the arrays that woke it are read first, and the look
+// right after, without waiting: the look's cost does not add to the
+// latency of the change that woke the watcher.
+func TestDueLookReadAfterTheWokenArray(t *testing.T) {
 	c := qt.New(t)
 	m, dirs := twoMirrors(t, nil)
 	s := startStepped(t, m)
 	s.step()
 
-	fail(t, dirs["md0"])
-	fail(t, dirs["md1"])
-	u := arraysWoken("md1")
-	u.mdstat = true
-	s.wake(u)
+	s.wake(wakeup{all: true}) // a uevent, say: every array is looked at again later
 	timeout, evs := s.step()
-	c.Assert(evs, qt.Contains, "Fail md1 vdb slot=1")
-	c.Assert(mentions(evs, "md0"), qt.IsFalse, qt.Commentf("%v", evs))
+	c.Assert(evs, qt.HasLen, 0)
 	c.Assert(timeout, qt.Equals, settleGap)
 
-	s.wake(wakeup{})
+	fail(t, dirs["md0"]) // not announced: the look again finds it
+	fail(t, dirs["md1"])
+	time.Sleep(settleGap) // the look is due when md1 wakes the watcher
+	s.wake(arraysWoken("md1"))
 	_, evs = s.step()
-	c.Assert(evs, qt.Contains, "Fail md0 vdb slot=1")
+	i0, i1 := slices.Index(evs, "Fail md0 vdb slot=1"), slices.Index(evs, "Fail md1 vdb slot=1")
+	c.Assert(i1 >= 0 && i0 > i1, qt.IsTrue, qt.Commentf("md1's Fail, then md0's, before the next wait: %v", evs))
 }
 
 // TestSettleLookSurvivesAnotherWake: a notification on md0 during the
@@ -378,10 +375,19 @@ func TestNoteNamesTheArray(t *testing.T) {
 	c.Assert(u.all || u.mdstat, qt.IsFalse)
 	c.Assert(u.names(), qt.DeepEquals, []string{"md3"})
 
+	// /proc/mdstat names the arrays whose lines changed since it was
+	// last read; when none did, it names every array.
+	c.Assert(os.WriteFile(file, []byte(mdstatTwo), 0o644), qt.IsNil)
+	p.mdstatText = mdstatArrays([]byte(mdstatTwo))
+	c.Assert(os.WriteFile(file, []byte(strings.Replace(mdstatTwo, "vdd[1]", "vdd[1](F)", 1)), 0o644), qt.IsNil)
 	u = wakeup{}
 	c.Assert(p.note(mdstat, &u, o.Logger), qt.IsTrue)
-	c.Assert(u.mdstat && !u.all && len(u.arrays) == 0, qt.IsTrue)
-	c.Assert(u.scan().names(), qt.IsNil, qt.Commentf("mdstat alone must read every array"))
+	c.Assert(u.mdstat && !u.all, qt.IsTrue)
+	c.Assert(u.names(), qt.DeepEquals, []string{"md1"})
+	u = wakeup{}
+	c.Assert(p.note(mdstat, &u, o.Logger), qt.IsTrue)
+	c.Assert(u.mdstat && u.all, qt.IsTrue, qt.Commentf("mdstat unchanged must read every array"))
+	c.Assert(u.scan().names(), qt.IsNil)
 
 	u = wakeup{}
 	c.Assert(p.note(stranger, &u, o.Logger), qt.IsTrue)
@@ -396,4 +402,45 @@ func TestNoteNamesTheArray(t *testing.T) {
 	c.Assert(still, qt.IsFalse)
 
 	c.Assert(p.note(p.stopfd, &u, o.Logger), qt.IsFalse)
+}
+
+// mdstatTwo is /proc/mdstat with two arrays, md1 being rebuilt.
+const mdstatTwo = `Personalities : [raid1] [linear] [raid0] [raid6] [raid5] [raid4] [raid10] 
+md1 : active raid1 vdd[1] vdc[0]
+      64512 blocks super 1.2 [2/1] [U_]
+      [===>.................]  recovery = 18.7% (12160/64512) finish=0.0min speed=12160K/sec
+      bitmap: 1/1 pages [4KB], 65536KB chunk
+
+md0 : active raid1 vdb[1] vda[0]
+      64512 blocks super 1.2 [2/2] [UU]
+      
+unused devices: <none>
+`
+
+// TestMdstatChanged: the arrays whose lines in /proc/mdstat differ,
+// those that came and went included; nothing else in the text (the
+// personalities, the spacing) names an array.
+func TestMdstatChanged(t *testing.T) {
+	c := qt.New(t)
+	two := mdstatArrays([]byte(mdstatTwo))
+	c.Assert(two, qt.HasLen, 2)
+	c.Assert(two["md0"], qt.Equals, "md0 : active raid1 vdb[1] vda[0]\n      64512 blocks super 1.2 [2/2] [UU]\n      ")
+	sorted := func(s []string) []string { slices.Sort(s); return s }
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"same", mdstatTwo, nil},
+		{"personalities", strings.Replace(mdstatTwo, "[raid10] ", "[raid10] [multipath] ", 1), nil},
+		{"progress", strings.Replace(mdstatTwo, "18.7%", "25.0%", 1), []string{"md1"}},
+		{"member failed", strings.Replace(mdstatTwo, "vdb[1] vda[0]", "vdb[1](F) vda[0]", 1), []string{"md0"}},
+		{"array stopped", strings.Replace(mdstatTwo, "md0 : active raid1 vdb[1] vda[0]\n      64512 blocks super 1.2 [2/2] [UU]\n      \n", "", 1), []string{"md0"}},
+		{"array started", strings.Replace(mdstatTwo, "unused", "md2 : active raid1 vdf[1] vde[0]\n      64512 blocks super 1.2 [2/2] [UU]\n\nunused", 1), []string{"md2"}},
+		{"both", strings.Replace(strings.Replace(mdstatTwo, "18.7%", "25.0%", 1), "[UU]", "[U_]", 1), []string{"md0", "md1"}},
+		{"empty", "", []string{"md0", "md1"}},
+	} {
+		c.Run(tc.name, func(c *qt.C) {
+			c.Assert(sorted(mdstatChanged(two, mdstatArrays([]byte(tc.text)))), qt.DeepEquals, tc.want)
+		})
+	}
 }

@@ -13,11 +13,10 @@ type wakeup struct {
 	all bool
 	// mdstat: /proc/mdstat was notified. The kernel notifies it for a
 	// change to any array (md_new_event: an array started or stopped, a
-	// member failed, was added or removed, a sync ended), so it names no
-	// array: on its own it is read as all. Together with an array's own
-	// files it does not make the wake-up read every array (md_error
-	// notifies both the member's state and /proc/mdstat), but the look
-	// again after settleGap is then at every array.
+	// member failed, was added or removed, a sync started or ended;
+	// md_error notifies it together with the member's state), so it
+	// names no array itself: the arrays whose lines in it changed since
+	// it was last read are in arrays, and when none did, all is set.
 	mdstat bool
 	// arrays are the kernel names of the arrays whose own files were
 	// notified.
@@ -35,8 +34,8 @@ func (u *wakeup) add(name string) {
 	u.arrays[name] = true
 }
 
-// scan returns what a scan after u reads: a copy of u that asks for
-// every array when nothing but /proc/mdstat woke it (see wakeup.mdstat).
+// scan returns what a scan after u reads: a copy of u, that asks for
+// every array when it names none.
 func (u wakeup) scan() wakeup {
 	out := wakeup{all: u.all || len(u.arrays) == 0, mdstat: u.mdstat}
 	for n := range u.arrays {
@@ -70,9 +69,9 @@ type lookAgain struct {
 }
 
 // add asks for a look at the arrays of u (every array when u names
-// none, or when /proc/mdstat was notified) at 'at'.
+// none) at 'at'.
 func (l *lookAgain) add(u wakeup, at time.Time) {
-	if u.all || u.mdstat || len(u.arrays) == 0 {
+	if u.all || len(u.arrays) == 0 {
 		l.all = at
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -25,14 +26,17 @@ import (
 // descriptors in an epoll set waiting for EPOLLPRI.
 type pollSet struct {
 	epfd   int
-	stopMu sync.Mutex     // stop runs on another goroutine, racing close
-	stopfd int            // eventfd written when the watch's context ends
-	uevent int            // kernel uevent socket, or -1
-	mdstat int            // /proc/mdstat, or -1
-	files  map[string]int // sysfs path -> fd
-	paths  map[int]string // fd -> sysfs path
-	owner  map[int]string // fd -> kernel name of the array the file belongs to
-	buf    []byte
+	stopMu sync.Mutex // stop runs on another goroutine, racing close
+	stopfd int        // eventfd written when the watch's context ends
+	uevent int        // kernel uevent socket, or -1
+	mdstat int        // /proc/mdstat, or -1
+	// mdstatText is /proc/mdstat as last read, split by array
+	// (mdstatArrays); nil when it could not be read.
+	mdstatText map[string]string
+	files      map[string]int // sysfs path -> fd
+	paths      map[int]string // fd -> sysfs path
+	owner      map[int]string // fd -> kernel name of the array the file belongs to
+	buf        []byte
 }
 
 // open creates the poll set: epoll, the stop eventfd, /proc/mdstat and,
@@ -79,7 +83,7 @@ func (p *pollSet) openMdstat(path string) (int, error) {
 	if err != nil {
 		return -1, &opError{"open", err}
 	}
-	if err := p.arm(fd); err != nil {
+	if p.mdstatText, err = p.readMdstat(fd); err != nil {
 		unix.Close(fd)
 		return -1, &opError{"read", err}
 	}
@@ -127,6 +131,31 @@ func (p *pollSet) add(fd int, events uint32) error {
 func (p *pollSet) arm(fd int) error {
 	_, err := unix.Pread(fd, p.buf, 0)
 	return err
+}
+
+// maxMdstat bounds what readMdstat reads: some 5000 arrays' worth.
+const maxMdstat = 1 << 20
+
+// readMdstat reads all of /proc/mdstat from offset 0, which arms it (as
+// arm does), and splits it by array (mdstatArrays).
+func (p *pollSet) readMdstat(fd int) (map[string]string, error) {
+	var text []byte
+	for {
+		n, err := unix.Pread(fd, p.buf, int64(len(text)))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return mdstatArrays(text), nil
+		}
+		if len(text)+n > maxMdstat {
+			return nil, fmt.Errorf("longer than %d bytes", maxMdstat)
+		}
+		text = append(text, p.buf[:n]...)
+	}
 }
 
 // reconcile opens and arms the attributes of every array now in sysfs,
@@ -225,9 +254,10 @@ func (p *pollSet) wait(timeout time.Duration, log *slog.Logger) (u wakeup, ok bo
 }
 
 // note re-arms the notified file fd and adds what it says to u: the
-// array it belongs to, /proc/mdstat, or, for a uevent, a file that went
-// away or one the set does not know, every array. It returns false for
-// the stop eventfd.
+// array it belongs to; for /proc/mdstat, the arrays whose lines in it
+// changed since it was last read, or every array when none did or it
+// cannot be read; for a uevent, a file that went away or one the set
+// does not know, every array. It returns false for the stop eventfd.
 func (p *pollSet) note(fd int, u *wakeup, log *slog.Logger) bool {
 	switch fd {
 	case p.stopfd:
@@ -236,10 +266,24 @@ func (p *pollSet) note(fd int, u *wakeup, log *slog.Logger) bool {
 		p.drainUevents()
 		u.all = true
 	case p.mdstat:
-		if err := p.arm(fd); err != nil {
-			log.Warn("reading mdstat", "err", err)
-		}
 		u.mdstat = true
+		text, err := p.readMdstat(fd)
+		if err != nil {
+			log.Warn("reading mdstat", "err", err)
+			p.arm(fd)
+			u.all = true
+			return true
+		}
+		changed := mdstatChanged(p.mdstatText, text)
+		p.mdstatText = text
+		if len(changed) == 0 {
+			// Notified for something its text does not show: the
+			// change is somewhere else.
+			u.all = true
+		}
+		for _, n := range changed {
+			u.add(n)
+		}
 	default:
 		name, known := p.owner[fd]
 		if err := p.arm(fd); err != nil {
@@ -324,7 +368,8 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 	var last, lastFull time.Time
 	var again lookAgain // the looks after settleGap still due
 	todo := wakeup{all: true}
-	var woken wakeup // what woke the wait before the scan of todo
+	var woken wakeup    // what woke the wait before the scan of todo
+	var followUp wakeup // due when the wait returned: read right after todo
 	ready := w.o.Ready
 	for {
 		if d := time.Since(last); d < minScanGap {
@@ -353,6 +398,15 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			ready()
 			ready = nil
 		}
+		if full {
+			followUp = wakeup{} // read already
+		}
+		if followUp.all || len(followUp.arrays) > 0 {
+			// What woke the wait was read first (that is the
+			// latency that counts); now the looks that were due.
+			todo, woken, followUp = followUp, wakeup{}, wakeup{}
+			continue
+		}
 		for {
 			timeout := lastFull.Add(w.o.Rescan).Sub(now)
 			if at, ok := again.next(); ok {
@@ -370,19 +424,22 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			}
 			if u.woke() {
 				now = time.Now()
-				todo = u.scan()
-			} else {
-				// The timeout passed, even if the clock has not quite
-				// got there.
-				if now = now.Add(timeout); time.Now().After(now) {
-					now = time.Now()
-				}
-				todo = wakeup{}
+			} else if now = now.Add(timeout); time.Now().After(now) {
+				// The timeout passed, even if the clock has not
+				// quite got there.
+				now = time.Now()
+			}
+			var due wakeup
+			again.due(now, &due)
+			if !now.Before(lastFull.Add(w.o.Rescan)) {
+				due.all = true
 			}
 			woken = u
-			again.due(now, &todo)
-			if !now.Before(lastFull.Add(w.o.Rescan)) {
-				todo.all = true
+			switch {
+			case u.woke():
+				todo, followUp = u.scan(), due
+			default:
+				todo = due
 			}
 			if todo.all || len(todo.arrays) > 0 {
 				break
