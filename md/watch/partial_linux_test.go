@@ -73,6 +73,8 @@ func copyTree(src, dst string) error {
 // sent all its events, which it returns as well.
 type steppedWatch struct {
 	t        *testing.T
+	clockMu  sync.Mutex
+	now      time.Time // the loop's clock: it moves only by advance (and by the waits' timeouts)
 	ch       chan Event
 	timeouts chan time.Duration
 	answers  chan wakeup
@@ -96,7 +98,12 @@ func startStepped(t *testing.T, m *md.Manager) *steppedWatch {
 			defer s.mu.Unlock()
 			s.reports = append(s.reports, r)
 		}}).withDefaults()
-	w := &watcher{m: m, o: o, refused: map[string]string{}}
+	s.now = t0
+	w := &watcher{m: m, o: o, refused: map[string]string{}, clock: func() time.Time {
+		s.clockMu.Lock()
+		defer s.clockMu.Unlock()
+		return s.now
+	}}
 	if err := w.open(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +115,10 @@ func startStepped(t *testing.T, m *md.Manager) *steppedWatch {
 		}
 		select {
 		case u := <-s.answers:
+			if !u.woke() {
+				// The timeout passed.
+				s.advance(timeout)
+			}
 			return u, true
 		case <-ctx.Done():
 			return wakeup{}, false
@@ -142,6 +153,13 @@ func (s *steppedWatch) step() (time.Duration, []string) {
 
 // wake answers the pending wait.
 func (s *steppedWatch) wake(u wakeup) { s.answers <- u }
+
+// advance moves the loop's clock on.
+func (s *steppedWatch) advance(d time.Duration) {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	s.now = s.now.Add(d)
+}
 
 func arraysWoken(names ...string) wakeup {
 	var u wakeup
@@ -240,7 +258,7 @@ func TestDueLookReadAfterTheWokenArray(t *testing.T) {
 
 	fail(t, dirs["md0"]) // not announced: the look again finds it
 	fail(t, dirs["md1"])
-	time.Sleep(settleGap) // the look is due when md1 wakes the watcher
+	s.advance(settleGap) // the look is due when md1 wakes the watcher
 	s.wake(arraysWoken("md1"))
 	_, evs = s.step()
 	i0, i1 := slices.Index(evs, "Fail md0 vdb slot=1"), slices.Index(evs, "Fail md1 vdb slot=1")

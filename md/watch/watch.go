@@ -142,6 +142,10 @@ type watcher struct {
 	// sees each timeout the loop chooses and says what woke it (nothing:
 	// the timeout passed).
 	wait func(timeout time.Duration) (u wakeup, ok bool)
+	// clock, when set (by tests), is the time the loop schedules its
+	// looks again and rescans by; default time.Now. A wait that
+	// returns with nothing woken counts as its whole timeout passed.
+	clock func() time.Time
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and

@@ -370,6 +370,10 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 	todo := wakeup{all: true}
 	var woken wakeup    // what woke the wait before the scan of todo
 	var followUp wakeup // due when the wait returned: read right after todo
+	clock := w.clock
+	if clock == nil {
+		clock = time.Now
+	}
 	ready := w.o.Ready
 	for {
 		if d := time.Since(last); d < minScanGap {
@@ -381,8 +385,8 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 		if !ok || ctx.Err() != nil {
 			return
 		}
-		now := time.Now()
-		w.o.Logger.Debug("scan", "arrays", names, "full", full, "took", now.Sub(last))
+		w.o.Logger.Debug("scan", "arrays", names, "full", full, "took", time.Since(last))
+		now := clock()
 		if full {
 			lastFull = now
 		}
@@ -422,12 +426,12 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			if !ok || ctx.Err() != nil {
 				return
 			}
-			if u.woke() {
-				now = time.Now()
-			} else if now = now.Add(timeout); time.Now().After(now) {
+			if t := clock(); u.woke() {
+				now = t
+			} else if now = now.Add(timeout); t.After(now) {
 				// The timeout passed, even if the clock has not
 				// quite got there.
-				now = time.Now()
+				now = t
 			}
 			var due wakeup
 			again.due(now, &due)
