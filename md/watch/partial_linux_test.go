@@ -442,7 +442,8 @@ func TestMdstatChanged(t *testing.T) {
 	c := qt.New(t)
 	two := mdstatArrays([]byte(mdstatTwo))
 	c.Assert(two, qt.HasLen, 2)
-	c.Assert(two["md0"], qt.Equals, "md0 : active raid1 vdb[1] vda[0]\n      64512 blocks super 1.2 [2/2] [UU]\n      ")
+	c.Assert(two["md0"], qt.Equals, "md0 : active raid1 vdb[1] vda[0]\n64512 blocks super 1.2 [2/2] [UU]\n")
+	c.Assert(two["md1"], qt.Equals, "md1 : active raid1 vdd[1] vdc[0]\n64512 blocks super 1.2 [2/1] [U_]\nsync recovery")
 	sorted := func(s []string) []string { slices.Sort(s); return s }
 	for _, tc := range []struct {
 		name, text string
@@ -450,15 +451,32 @@ func TestMdstatChanged(t *testing.T) {
 	}{
 		{"same", mdstatTwo, nil},
 		{"personalities", strings.Replace(mdstatTwo, "[raid10] ", "[raid10] [multipath] ", 1), nil},
-		{"progress", strings.Replace(mdstatTwo, "18.7%", "25.0%", 1), []string{"md1"}},
+		{"progress", strings.Replace(strings.Replace(mdstatTwo, "18.7%", "25.0%", 1), "speed=12160K", "speed=13000K", 1), nil},
+		{"bitmap pages", strings.Replace(mdstatTwo, "1/1 pages [4KB]", "0/1 pages [0KB]", 1), nil},
+		{"sync ended", strings.Replace(mdstatTwo, "      [===>.................]  recovery = 18.7% (12160/64512) finish=0.0min speed=12160K/sec\n", "", 1), []string{"md1"}},
+		{"sync pending", strings.Replace(mdstatTwo, "[UU]\n", "[UU]\n        resync=PENDING\n", 1), []string{"md0"}},
+		{"check instead", strings.Replace(mdstatTwo, "recovery = ", "check = ", 1), []string{"md1"}},
 		{"member failed", strings.Replace(mdstatTwo, "vdb[1] vda[0]", "vdb[1](F) vda[0]", 1), []string{"md0"}},
 		{"array stopped", strings.Replace(mdstatTwo, "md0 : active raid1 vdb[1] vda[0]\n      64512 blocks super 1.2 [2/2] [UU]\n      \n", "", 1), []string{"md0"}},
 		{"array started", strings.Replace(mdstatTwo, "unused", "md2 : active raid1 vdf[1] vde[0]\n      64512 blocks super 1.2 [2/2] [UU]\n\nunused", 1), []string{"md2"}},
-		{"both", strings.Replace(strings.Replace(mdstatTwo, "18.7%", "25.0%", 1), "[UU]", "[U_]", 1), []string{"md0", "md1"}},
+		{"both", strings.Replace(strings.Replace(mdstatTwo, "[2/1] [U_]", "[2/2] [UU]", 1), "[2/2] [UU]\n      \n", "[2/1] [U_]\n      \n", 1), []string{"md0", "md1"}},
 		{"empty", "", []string{"md0", "md1"}},
 	} {
 		c.Run(tc.name, func(c *qt.C) {
 			c.Assert(sorted(mdstatChanged(two, mdstatArrays([]byte(tc.text)))), qt.DeepEquals, tc.want)
 		})
 	}
+}
+
+// FuzzMdstatArrays: any text splits without a panic, and a text compared
+// with itself names no array.
+func FuzzMdstatArrays(f *testing.F) {
+	f.Add([]byte(mdstatTwo))
+	f.Add([]byte("md0 : x\n = 5%\n\t= %\nmd0 : again\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a := mdstatArrays(b)
+		if ch := mdstatChanged(a, mdstatArrays(b)); len(ch) != 0 {
+			t.Fatalf("the same text changed %v", ch)
+		}
+	})
 }

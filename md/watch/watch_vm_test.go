@@ -199,7 +199,10 @@ func TestVMWatchLatency(t *testing.T) {
 		guest.Mdadm(c, dev, "--re-add", member)
 		expectEvent(t, ch, array, MemberAdded, 5*time.Second)
 		guest.WaitSync(c, array)
-		drain(t, ch, 300*time.Millisecond)
+		// Quiet for longer than settleGap, so that the watcher's look
+		// again is over: what is measured is a wake-up of a watcher
+		// that waits, not one that finishes a scan first.
+		drain(t, ch, 3*settleGap)
 	}
 	// What a snapshot costs here, for the record: every array, and the
 	// one that changed.
