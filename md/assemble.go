@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -142,7 +143,7 @@ func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*Inc
 		return nil, fmt.Errorf("md: %w", err)
 	}
 	defer l.Unlock()
-	return m.incremental(req, l)
+	return m.withProbes().incremental(req, l)
 }
 
 // member is a device offered to assembly, with its facts.
@@ -176,9 +177,65 @@ func (m *Manager) offer(path string) (*offered, error) {
 	return o, nil
 }
 
+// probeCache remembers the superblocks probed during one Assemble or
+// Incremental call. Assembly looks at the same members again and again
+// (each device added makes mdadm's rules look at the members already
+// attached, and an array not in the map is found by its first member's
+// superblock), and each look was four O_DIRECT reads. Members are never
+// written by assembly, and the kernel writes their superblocks only when
+// it starts an array or adds a disk to a running one: the cache is
+// emptied then (forgetProbes).
+type probeCache struct {
+	mu sync.Mutex
+	m  map[string]probeResult
+}
+
+type probeResult struct {
+	sb  *superblock.Superblock
+	err error
+}
+
+// withProbes returns a copy of m that remembers superblocks until the
+// kernel may have written them.
+func (m *Manager) withProbes() *Manager {
+	c := *m
+	c.probes = &probeCache{m: map[string]probeResult{}}
+	return &c
+}
+
+// forgetProbes empties the cache: the kernel may have written the
+// superblocks of an array's members.
+func (m *Manager) forgetProbes() {
+	if c := m.probes; c != nil {
+		c.mu.Lock()
+		clear(c.m)
+		c.mu.Unlock()
+	}
+}
+
 // probe reads the superblock mdadm would use from a device, with
-// O_DIRECT, and refuses one assembly cannot use.
+// O_DIRECT, and refuses one assembly cannot use. Within one assembly the
+// answer is remembered (probeCache).
 func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
+	c := m.probes
+	if c != nil {
+		c.mu.Lock()
+		r, ok := c.m[kname]
+		c.mu.Unlock()
+		if ok {
+			return r.sb, r.err
+		}
+	}
+	sb, err := m.probeNow(kname)
+	if c != nil && !errors.Is(err, errNoAnswer) {
+		c.mu.Lock()
+		c.m[kname] = probeResult{sb, err}
+		c.mu.Unlock()
+	}
+	return sb, err
+}
+
+func (m *Manager) probeNow(kname string) (*superblock.Superblock, error) {
 	val, err := m.reads.do(filepath.Join(m.devRoot, kname)+" superblock", func() (any, error) {
 		dev, size, err := m.openSized(kname)
 		if err != nil {
@@ -526,6 +583,9 @@ func (m *Manager) join(res *IncrementalResult, o *offered, run bool) error {
 		}
 		err = m.asm.AddDisk(array, o.dev)
 	}
+	if running {
+		m.forgetProbes() // the kernel writes the members' superblocks
+	}
 	if err != nil {
 		return fmt.Errorf("md: adding %s to %s: %w", o.kname, array, err)
 	}
@@ -618,7 +678,9 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 		}
 	}
 	readAuto := !all || !local
-	if err := m.asm.Start(array, readAuto); err != nil {
+	err = m.asm.Start(array, readAuto)
+	m.forgetProbes() // a started array's superblocks are written
+	if err != nil {
 		return fmt.Errorf("md: %s is assembled with %d of %d members but did not start: %w", array, c.Active, c.Expected, err)
 	}
 	res.ReadAuto = readAuto
@@ -670,6 +732,7 @@ type Skipped struct {
 // Devices that carry no superblock, are in use, or are refused are
 // listed in Skipped; the error is for failures that stopped it.
 func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
+	m = m.withProbes()
 	res := &AssembleResult{}
 	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
 	if err != nil {
@@ -721,7 +784,9 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	if req.Run {
 		for _, r := range res.Added {
 			if r.Started == StartUnsafe && m.stillInactive(r.Array) {
-				if err := m.asm.Start(r.Array, true); err != nil {
+				err := m.asm.Start(r.Array, true)
+				m.forgetProbes()
+				if err != nil {
 					return res, fmt.Errorf("md: starting %s: %w", r.Array, err)
 				}
 				r.Started, r.ReadAuto = StartYes, true

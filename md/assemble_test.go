@@ -242,3 +242,37 @@ func TestNewArrayWithoutNewArrayParameter(t *testing.T) {
 	// An md_NAME form has no node to fall back to.
 	c.Check(errors.Is(k.NewArray("md_boot"), fs.ErrNotExist), qt.IsTrue)
 }
+
+// TestProbeCacheForgetsWhenTheKernelWrites: within one assembly a
+// device's superblock is read once, and again after a start (the kernel
+// writes the members' superblocks then); outside an assembly every probe
+// reads.
+func TestProbeCacheForgetsWhenTheKernelWrites(t *testing.T) {
+	c := qt.New(t)
+	m, _, _ := incrementalRig(t, "boot-mirror", "vda")
+	opens := 0
+	open := m.open
+	m.open = func(name string) (device, error) {
+		opens++
+		return open(name)
+	}
+	for range 2 {
+		_, err := m.probe("vda")
+		c.Assert(err, qt.IsNil)
+	}
+	c.Check(opens, qt.Equals, 2)
+
+	opens = 0
+	a := m.withProbes()
+	for range 3 {
+		sb, err := a.probe("vda")
+		c.Assert(err, qt.IsNil)
+		c.Check(sb.Version, qt.Not(qt.Equals), superblock.Version(0))
+	}
+	c.Check(opens, qt.Equals, 1)
+	a.forgetProbes()
+	_, err := a.probe("vda")
+	c.Assert(err, qt.IsNil)
+	c.Check(opens, qt.Equals, 2)
+	c.Check(m.probes, qt.IsNil, qt.Commentf("withProbes changed the Manager it copied"))
+}

@@ -79,6 +79,9 @@ type Manager struct {
 	noUdev   bool
 	udevDir  string
 	procRoot string // Config.ProcRoot
+	// probes remembers superblocks for the length of one Assemble or
+	// Incremental call (withProbes); nil otherwise.
+	probes *probeCache
 }
 
 // device is an open block device (or, in tests, an image file).
