@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
@@ -164,12 +163,15 @@ func (m *Manager) offer(path string) (*offered, error) {
 		return nil, refuse(incrementalOp, "", path, fmt.Errorf("md: %s is not a block device", path))
 	}
 	o.dev = dev
-	d, err := blockdev.LookupDev(m.fs, m.devRoot, dev)
+	// Only the kernel name is needed: dev/block/MAJ:MIN links to the
+	// device's directory (one readlink, not the dozen reads of a
+	// blockdev.Device).
+	dir, err := m.fs.Rel(m.fs.Path("dev", "block", dev.String()))
 	if err != nil {
 		return nil, refuse(incrementalOp, "", path, fmt.Errorf("md: %s (%v) is not in sysfs: %w", path, dev, err))
 	}
-	o.kname = d.Name
-	sb, err := m.probe(d.Name)
+	o.kname = filepath.Base(dir)
+	sb, err := m.probe(o.kname)
 	if err != nil {
 		return nil, refuse(incrementalOp, "", path, err)
 	}
@@ -326,9 +328,14 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 // an O_EXCL open, which also deletes its kernel partitions (mdadm does
 // both before adding a disk).
 func (m *Manager) checkFree(o *offered) error {
-	d, err := blockdev.Lookup(m.fs, m.devRoot, o.kname)
-	if err == nil && len(d.Holders) > 0 {
-		return refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s is held by %s", ErrInUse, o.kname, strings.Join(d.Holders, ", ")))
+	ents, err := os.ReadDir(m.fs.Path("class", "block", o.kname, "holders"))
+	if err == nil && len(ents) > 0 {
+		var holders []string
+		for _, e := range ents {
+			holders = append(holders, e.Name())
+		}
+		sort.Strings(holders)
+		return refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s is held by %s", ErrInUse, o.kname, strings.Join(holders, ", ")))
 	}
 	return nil
 }
