@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,13 +32,32 @@ func (m *Manager) Discover(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("md: listing arrays: %w", err)
 	}
-	r := &Report{Version: SchemaVersion, Time: m.now().UTC(), Arrays: []Array{}}
+	r := &Report{Version: SchemaVersion, Time: m.now().UTC(), Arrays: make([]Array, len(names))}
 	fsys := m.fs.WithCache() // one pass: links do not change under us
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// The arrays are read on as many goroutines as there are CPUs: each
+	// attribute is an open, a read and a close of a sysfs file, and that
+	// is kernel work that another CPU can do at the same time.
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r.Arrays[i] = m.status(fsys, names[i])
+			}
+		}()
+	}
+	for i := range names {
+		if err = ctx.Err(); err != nil {
+			break
 		}
-		r.Arrays = append(r.Arrays, m.status(fsys, name))
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(r.Arrays, func(i, j int) bool { return lessDevice(r.Arrays[i].Device, r.Arrays[j].Device) })
 	return r, nil
