@@ -221,5 +221,9 @@ func (fsys FS) Array(name string) (Array, error) {
 	if !fi.IsDir() {
 		return Array{}, fmt.Errorf("sysfs: array %s: %s is not a directory: %w", name, p, fs.ErrNotExist)
 	}
-	return Array{fs: fsys, name: name}, nil
+	a := Array{fs: fsys, name: name}
+	if r, err := fsys.resolve(fsys.Path("block", name)); err == nil {
+		a.block = r
+	}
+	return a, nil
 }

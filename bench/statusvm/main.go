@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,11 +21,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
+	"golang.org/x/sys/unix"
 )
 
 const arrays = 8
@@ -35,13 +39,14 @@ func main() {
 	capture := flag.Bool("capture", false, "write testdata/bench/eight-arrays")
 	out := flag.String("out", "", "capture directory in the guest")
 	profile := flag.Bool("profile", false, "write a CPU profile of in-process Discover calls to bench/statusvm.prof")
+	costs := flag.Bool("costs", false, "time single system calls on the arrays (500 of each)")
 	trace := flag.Bool("strace", false, "also count system calls with the host's strace (copied into the guest)")
 	flag.Parse()
 	var err error
 	if *guest {
-		err = runGuest(*n, *out, *trace, *profile)
+		err = runGuest(*n, *out, *trace, *profile, *costs)
 	} else {
-		err = runHost(*n, *capture, *trace, *profile)
+		err = runHost(*n, *capture, *trace, *profile, *costs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statusvm:", err)
@@ -49,7 +54,7 @@ func main() {
 	}
 }
 
-func runHost(n int, capture, trace, profile bool) error {
+func runHost(n int, capture, trace, profile, costs bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -82,6 +87,9 @@ func runHost(n int, capture, trace, profile bool) error {
 	}
 	if profile {
 		args = append(args, "-profile")
+	}
+	if costs {
+		args = append(args, "-costs")
 	}
 	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
 	if trace {
@@ -222,7 +230,7 @@ func median[T int64 | time.Duration](xs []T) T {
 	return xs[len(xs)/2]
 }
 
-func runGuest(n int, out string, trace, profile bool) error {
+func runGuest(n int, out string, trace, profile, costs bool) error {
 	// Eight RAID1 arrays over sixteen disks, in the metadata versions
 	// mdadm offers, all clean.
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
@@ -334,6 +342,11 @@ func runGuest(n int, out string, trace, profile bool) error {
 			fmt.Println("INIT", l)
 		}
 	}
+	if costs {
+		if err := callCosts(); err != nil {
+			return err
+		}
+	}
 	if profile {
 		if err := profileDiscover(filepath.Join(out, "cpu.prof"), n); err != nil {
 			return err
@@ -344,6 +357,88 @@ func runGuest(n int, out string, trace, profile bool) error {
 		return nil
 	}
 	return captureSystem(filepath.Join(out, "eight-arrays"))
+}
+
+// callCosts times single system calls on md0 and its first member, 500
+// of each: what a status report is made of.
+func callCosts() error {
+	buf := make([]byte, 4096)
+	openReadClose := func(p string) func() error {
+		return func() error {
+			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			_, err = unix.Read(fd, buf)
+			unix.Close(fd)
+			return err
+		}
+	}
+	dir, err := unix.Open("/sys/devices/virtual/block/md0/md", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	kept, err := unix.Open("/sys/block/md0/md/array_state", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(kept)
+	md0, err := unix.Open("/dev/md0", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(md0)
+	var info [18]int32 // mdu_array_info_t
+	for _, c := range []struct {
+		label string
+		call  func() error
+	}{
+		{"getpid", func() error { unix.Getpid(); return nil }},
+		{"open+read+close /sys/block/md0/md/array_state (through the block link)", openReadClose("/sys/block/md0/md/array_state")},
+		{"open+read+close /sys/devices/virtual/block/md0/md/array_state", openReadClose("/sys/devices/virtual/block/md0/md/array_state")},
+		{"openat(md dir)+read+close array_state", func() error {
+			fd, err := unix.Openat(dir, "array_state", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			_, err = unix.Read(fd, buf)
+			unix.Close(fd)
+			return err
+		}},
+		{"pread of array_state on a kept descriptor", func() error { _, err := unix.Pread(kept, buf, 0); return err }},
+		{"sysfs.ReadFile /sys/block/md0/md/array_state", func() error { _, err := sysfs.ReadFile("/sys/block/md0/md/array_state"); return err }},
+		{"lstat /sys/devices/pci0000:00/uevent", func() error { var st unix.Stat_t; return unix.Lstat("/sys/devices/pci0000:00/uevent", &st) }},
+		{"open of a missing attribute (ENOENT)", func() error {
+			if _, err := unix.Open("/sys/block/vda/device/model", unix.O_RDONLY, 0); err == nil {
+				return errors.New("device/model exists")
+			}
+			return nil
+		}},
+		{"ioctl GET_ARRAY_INFO on /dev/md0", func() error {
+			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(md0), 0x80480911, uintptr(unsafe.Pointer(&info[0])))
+			if e != 0 {
+				return e
+			}
+			return nil
+		}},
+		{"open+close /dev/md0", func() error {
+			fd, err := unix.Open("/dev/md0", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			return unix.Close(fd)
+		}},
+	} {
+		start := time.Now()
+		for i := 0; i < 500; i++ {
+			if err := c.call(); err != nil {
+				return fmt.Errorf("%s: %w", c.label, err)
+			}
+		}
+		fmt.Printf("COST %-72s %8v per call\n", c.label+":", (time.Since(start) / 500).Round(100*time.Nanosecond))
+	}
+	return nil
 }
 
 // profileDiscover calls md.Discover n times in this process under the
