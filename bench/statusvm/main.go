@@ -264,6 +264,7 @@ func runGuest(n int, out string, trace, profile, costs bool) error {
 		{label: "mdadm --detail --scan --verbose", args: []string{"mdadm", "--detail", "--scan", "--verbose"}},
 		{label: "mdctl status", args: []string{"mdctl", "status"}},
 		{label: "mdctl status --json", args: []string{"mdctl", "status", "--json"}},
+		{label: "mdctl status, GOMAXPROCS=1", args: []string{"env", "GOMAXPROCS=1", "mdctl", "status"}},
 		{label: "mdadm --version (start-up only)", args: []string{"mdadm", "--version"}},
 		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
 	}
