@@ -1,9 +1,14 @@
 // Command statusvm compares `mdctl status` with `mdadm --detail --scan
-// --verbose` on eight real arrays in the VM rig, in one run: mean wall time
-// per call and peak RSS of each. It also captures the eight-array system
-// into testdata/bench/eight-arrays for the Discover benchmark.
+// --verbose` on eight real arrays in the VM rig, in one run: the median
+// wall and CPU time, peak RSS and minor faults of interleaved calls.
 //
-//	go run ./bench/statusvm [-n 50] [-capture]
+//	go run ./bench/statusvm [-n 50] [-strace] [-costs] [-profile] [-capture]
+//
+// -strace counts the system calls of each command and charges them to
+// arrays and members (syscalls.go); -costs times single system calls on
+// the arrays; -profile writes a CPU profile of in-process Discover calls;
+// -capture writes the eight-array system into testdata/bench/eight-arrays
+// for the Discover benchmark. See docs/performance.md.
 package main
 
 import (
