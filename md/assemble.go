@@ -189,19 +189,14 @@ func (m *Manager) offer(path string) (*offered, error) {
 // emptied then (forgetProbes).
 type probeCache struct {
 	mu sync.Mutex
-	m  map[string]probeResult
-}
-
-type probeResult struct {
-	sb  *superblock.Superblock
-	err error
+	m  map[string]sbResult
 }
 
 // withProbes returns a copy of m that remembers superblocks until the
 // kernel may have written them.
 func (m *Manager) withProbes() *Manager {
 	c := *m
-	c.probes = &probeCache{m: map[string]probeResult{}}
+	c.probes = &probeCache{m: map[string]sbResult{}}
 	return &c
 }
 
@@ -231,7 +226,7 @@ func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
 	sb, err := m.probeNow(kname)
 	if c != nil && !errors.Is(err, errNoAnswer) {
 		c.mu.Lock()
-		c.m[kname] = probeResult{sb, err}
+		c.m[kname] = sbResult{sb, err}
 		c.mu.Unlock()
 	}
 	return sb, err

@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -117,16 +116,11 @@ var pageSize = os.Getpagesize()
 // which would make a read-until-EOF loop spin. A missing attribute
 // returns the *fs.PathError from open, which matches fs.ErrNotExist.
 func readAttr(p string) (string, error) {
-	var page [4096]byte
-	buf := page[:]
-	if pageSize > len(page) {
-		buf = make([]byte, pageSize)
-	}
-	n, err := readRaw(p, buf)
+	b, err := ReadFile(p)
 	if err != nil {
 		return "", err
 	}
-	return string(bytes.TrimSpace(buf[:n])), nil
+	return strings.TrimSpace(string(b)), nil
 }
 
 // ReadFile reads a sysfs attribute at path p with one read of up to a
