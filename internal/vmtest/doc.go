@@ -7,9 +7,12 @@
 // The initramfs holds the kernel's md, virtio and 9p modules (with their
 // dependencies, loaded in order from modules.dep), busybox-static, mdadm
 // with its shared libraries, an init script and whatever files a boot asks
-// for. Init mounts proc, sysfs, devtmpfs and tmpfs, loads the modules,
+// for. Init mounts proc, sysfs, devtmpfs and tmpfs, loads the modules
+// (except those named in the boot's VMTEST_NOLOAD variable, which the
+// kernel then asks modprobe for through a filtered modules.alias),
 // waits for the scratch disks, creates /dev/disk/by-path and by-id links
-// (there is no udev), mounts the 9p shares, runs one command with stdin
+// (there is no udev unless a boot brings one, see [ProgramFiles]), mounts
+// the 9p shares, runs one command with stdin
 // from /dev/null, prints an exit marker carrying a per-boot nonce and the
 // command's status, and powers off.
 //

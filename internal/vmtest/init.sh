@@ -16,7 +16,11 @@ echo 1 > /proc/sys/kernel/sysrq
 export LD_LIBRARY_PATH=$(cat /vmtest/ld-library-path)
 . /vmtest/env
 
+# VMTEST_NOLOAD names modules (file names without .ko) to leave for the
+# kernel to request, through modprobe and the filtered modules.alias.
 for m in $(cat /vmtest/modules); do
+	b=${m##*/}
+	case " $VMTEST_NOLOAD " in *" ${b%.ko} "*) continue;; esac
 	insmod "$m" || echo "vmtest: insmod $m failed"
 done
 

@@ -382,7 +382,7 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 	}
 
 	h := sha256.New()
-	fmt.Fprintf(h, "v1 %s\n%s\n", k.Version, initScript)
+	fmt.Fprintf(h, "v2 %s\n%s\n", k.Version, initScript)
 	inputs := append([]string{busybox, mdadm}, libs...)
 	for _, m := range mods {
 		inputs = append(inputs, filepath.Join(k.Modules, m))
@@ -446,8 +446,18 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 		if err := a.file("vmtest/modules", 0o644, list.Bytes()); err != nil {
 			return err
 		}
-		// A filtered modules.dep lets busybox modprobe resolve what is there.
+		// A filtered modules.dep lets busybox modprobe resolve what is there,
+		// and a filtered modules.alias the aliases the kernel asks for
+		// (block-major-9-*, md-level-1, ...) when a boot leaves md_mod out
+		// (VMTEST_NOLOAD).
 		if err := a.file(path.Join("lib/modules", k.Version, "modules.dep"), 0o644, dep.Bytes()); err != nil {
+			return err
+		}
+		alias, err := filteredAliases(filepath.Join(k.Modules, "modules.alias"), mods)
+		if err != nil {
+			return err
+		}
+		if err := a.file(path.Join("lib/modules", k.Version, "modules.alias"), 0o644, alias); err != nil {
 			return err
 		}
 		var libDirs []string
@@ -486,6 +496,26 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 
 // padTo pads a file with zeros to a multiple of n bytes; the kernel skips
 // zeros between concatenated cpio archives.
+// filteredAliases returns the lines of the modules.alias file at p whose
+// module is one of mods (paths relative to the modules directory).
+func filteredAliases(p string, mods []string) ([]byte, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, m := range mods {
+		have[modName(m)] = true
+	}
+	var out bytes.Buffer
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "alias" && have[modName(f[2])] {
+			out.WriteString(l + "\n")
+		}
+	}
+	return out.Bytes(), nil
+}
+
 func padTo(f *os.File, n int64) error {
 	off, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -495,4 +525,20 @@ func padTo(f *os.File, n int64) error {
 		_, err = f.Write(make([]byte, n-r))
 	}
 	return err
+}
+
+// ProgramFiles returns a dynamically linked host program with its
+// interpreter and libraries, as a [Config.Files] map: each at its host
+// path in the guest. A boot that runs a program the base initramfs lacks
+// (udevd) adds them.
+func ProgramFiles(bin string) (map[string]string, error) {
+	libs, err := elfClosure(bin)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]string{bin: bin}
+	for _, l := range libs {
+		files[l] = l
+	}
+	return files, nil
 }

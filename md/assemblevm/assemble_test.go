@@ -2,8 +2,9 @@
 // with the VM rig (internal/vmtest): one boot creates arrays of every
 // kind with mdadm, and later boots on copies of the same disks assemble
 // them with mdadm --incremental, mdctl incremental (mdadm deleted before
-// the first command) and mdctl assemble --scan, and compare what each
-// leaves. Its tests run on the host and skip unless MDRAID_VMTEST=1.
+// the first command), mdctl assemble --scan (with md_mod not loaded) and
+// a real udev running mdadm's rules or contrib/udev's, and compare what
+// each leaves. Its tests run on the host and skip unless MDRAID_VMTEST=1.
 package assemblevm
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -26,7 +28,8 @@ import (
 
 const (
 	diskSize = 32 << 20
-	nDisks   = 14 // the last holds two partitions
+	nDisks   = 16 // the last holds nParts partitions
+	nParts   = 4
 	// missingSlot is the disk left out after the first boot: the raid5's
 	// third.
 	missingSlot = 4
@@ -47,7 +50,8 @@ var guestLib = func() string {
 	fmt.Fprintf(&b, "PN=$(readlink -f $P%d)\n", nDisks-1)
 	b.WriteString(`
 # dump prints what assembly left: every md device with its level, state
-# and member:slot pairs (members by PCI path), then the /dev/md links.
+# and member:slot pairs (whole-disk members by PCI path), then the
+# /dev/md links.
 dump() {
 	for d in /sys/block/md*; do
 		[ -e "$d/md/array_state" ] || continue
@@ -56,13 +60,22 @@ dump() {
 		mem=$(for m in "$d"/md/dev-*; do
 			[ -e "$m" ] || continue
 			k=${m##*/dev-}
-			p=$(for l in /dev/disk/by-path/*; do [ "$(readlink -f "$l")" = "/dev/$k" ] && echo "${l##*/}"; done)
+			p=$(for l in /dev/disk/by-path/pci-*; do
+				case $l in *-part*) continue;; esac
+				[ "$(readlink -f "$l")" = "/dev/$k" ] && echo "${l##*/}"
+			done)
 			echo "${p:-$k}:$(cat "$m/slot")"
 		done | sort | tr '\n' ' ')
 		echo "${d##*/} level=$(cat "$d/md/level") state=$st members=$mem"
 	done | sort
 	for l in /dev/md/*; do
 		[ -L "$l" ] && echo "link ${l##*/} -> $(readlink -f "$l")"
+	done | sort
+}
+# idlinks prints the links udev's array rules make in /dev/disk/by-id.
+idlinks() {
+	for l in /dev/disk/by-id/md-*; do
+		[ -L "$l" ] && echo "idlink ${l##*/} -> $(readlink -f "$l")"
 	done | sort
 }
 # lastresort starts every array left waiting, with $1 (the last-resort
@@ -147,7 +160,11 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		$c /dev/md/data --level=10 --raid-devices=2 --metadata=1.2 --name=data --homehost=elsewhere $P7 $P8
 		$c /dev/md/three --level=1 --raid-devices=3 --metadata=1.2 --name=three --homehost=talos $P9 $P10 $P11
 		$c /dev/md/half --level=1 --raid-devices=2 --metadata=1.2 --name=half --homehost=talos $P12 missing
-		$c /dev/md/parts --level=1 --raid-devices=2 --metadata=1.2 --name=parts --homehost=talos /dev/vdn1 /dev/vdn2
+		$c /dev/md/parts --level=1 --raid-devices=2 --metadata=1.2 --name=parts --homehost=talos ${PN}1 ${PN}2
+		# Foreign names with no host in them: a 0.90 array made on
+		# another host, and a 1.2 array whose name has no host prefix.
+		$c /dev/md9 --level=1 --raid-devices=2 --metadata=0.90 --homehost=elsewhere $P13 $P14
+		$c /dev/md/solo --level=1 --raid-devices=2 --metadata=1.2 --name=solo --homehost='<none>' ${PN}3 ${PN}4
 		mdadm /dev/md/three --fail $P11
 		mdadm /dev/md/three --remove $P11
 		ls -l /dev/md/
@@ -172,17 +189,15 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	}
 	// The order udev would deliver the disks in: shuffled, the same for
 	// mdadm and mdctl.
-	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks + 1)
+	order := rand.New(rand.NewPCG(11, 0)).Perm(nDisks - 1 + nParts)
 	var devs []string
 	for _, i := range order {
 		switch {
 		case i == missingSlot:
 		case i < nDisks-1:
 			devs = append(devs, fmt.Sprintf("$P%d", i))
-		case i == nDisks-1:
-			devs = append(devs, "${PN}1")
 		default:
-			devs = append(devs, "${PN}2")
+			devs = append(devs, fmt.Sprintf("${PN}%d", i-(nDisks-1)+1))
 		}
 	}
 	each := func(cmd string) string {
@@ -223,6 +238,11 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		cat /proc/mdstat
 		[ "$(grep -c ' : active ' /proc/mdstat)" -ge 4 ]
 		verify
+		# mdadm --assemble of one foreign array, named with its devices:
+		# the state it starts it in.
+		mdadm --stop --scan
+		mdadm --assemble /dev/md/data $P7 $P8
+		cat "/sys/block/$(basename "$(readlink -f /dev/md/data)")/md/array_state" > /state/assemble-foreign-mdadm
 	`)})
 	// Boot 3: mdctl incremental in the same order, without mdadm.
 	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + noMdadm + `
@@ -233,9 +253,19 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		cat /state/mdctl-run.txt
 		verify
 	`)})
-	// Boot 4: mdctl assemble --scan, without mdadm.
-	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + noMdadm + `
+	// Boot 4: mdctl assemble --scan, without mdadm, and without md_mod
+	// loaded: it has no new_array, so the first array is made by opening
+	// its node, which makes the kernel ask modprobe for block-major-9-N;
+	// the personalities are asked for when the arrays start (md-level-N).
+	boot(t, r, vmtest.Config{Files: files, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Env: []string{"VMTEST_NOLOAD=" + noLoad}, Cmd: sh(guestLib + noMdadm + `
+		[ ! -e /sys/module/md_mod ] || { echo "md_mod is loaded"; exit 1; }
+		printf '#!/bin/sh\necho "$*" >> /tmp/modprobe.log\nexec /sbin/modprobe "$@"\n' > /tmp/modprobe
+		chmod 755 /tmp/modprobe
+		echo /tmp/modprobe > /proc/sys/kernel/modprobe
 		` + mdctl + ` assemble --scan
+		cat /tmp/modprobe.log; cp /tmp/modprobe.log /state/modprobe.log
+		ls -l /dev/md*
+		stat -c '%n %F %t:%T %a %u:%g' /dev/md127 > /state/node
 		dump > /state/scan.txt
 		cat /state/scan.txt
 		verify
@@ -254,7 +284,45 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		[ "$(cat /sys/block/$r5/md/array_state)" = read-auto ]
 		rc=0; ` + mdctl + ` assemble nosuch || rc=$?; [ $rc = 2 ]
 		verify
+		# One foreign array by its name.
+		` + mdctl + ` stop /dev/md/elsewhere:data
+		` + mdctl + ` assemble elsewhere:data
+		cat "/sys/block/$(basename "$(readlink -f /dev/md/elsewhere:data)")/md/array_state" > /state/assemble-foreign-mdctl
 	`)})
+
+	// Boots 5 and 6: a real udev (systemd-udevd from the host, one event
+	// at a time so that the order is the kernel's in both) with Debian's
+	// persistent-storage rules, and either mdadm's rules or ours with
+	// mdadm deleted; each leaves the arrays, /dev/md and by-id links.
+	udev := udevFiles(t)
+	udevBoot := func(out string, rules map[string]string, pre string) {
+		f := map[string]string{}
+		for k, v := range files {
+			f[k] = v
+		}
+		for k, v := range udev {
+			f[k] = v
+		}
+		for k, v := range rules {
+			f[k] = v
+		}
+		boot(t, r, vmtest.Config{Files: f, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + pre + `
+			unset MDADM_NO_UDEV
+			/lib/systemd/systemd-udevd --daemon --children-max=1 --resolve-names=never
+			udevadm trigger --type=devices --action=add --subsystem-match=block
+			udevadm settle --timeout=240
+			cat /proc/mdstat
+			{ dump; idlinks; } > /state/` + out + `
+			cat /state/` + out + `
+			verify
+		`)})
+	}
+	udevBoot("udev-mdadm.txt", hostRules(t, "63-md-raid-arrays.rules", "64-md-raid-assembly.rules"), "")
+	ours := map[string]string{"/usr/local/bin/mdctl": bin}
+	for _, n := range []string{"63-mdctl-raid-arrays.rules", "64-mdctl-raid-assembly.rules"} {
+		ours["/lib/udev/rules.d/"+n] = filepath.Join(r.Root, "contrib", "udev", n)
+	}
+	udevBoot("udev-mdctl.txt", ours, noMdadm)
 
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(state, name))
@@ -269,26 +337,88 @@ func TestAssembleLikeMdadm(t *testing.T) {
 	// status --brief prints mdadm --detail --scan's ARRAY lines.
 	c.Check(read("brief"), qt.Equals, read("detail-scan"))
 	c.Check(canonical(read("scan.txt")), qt.Equals, canonical(read("mdadm-sorted.txt")))
-	// Every array is there, with its link.
-	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half ", "link parts "} {
+	// Every array is there, with its link; the foreign ones with no host
+	// in their name are always suffixed.
+	for _, l := range []string{"link boot ", "link r5 ", "link elsewhere:data ", "link three ", "link half ", "link parts ", "link 9_0 ", "link solo_0 "} {
 		c.Check(want, qt.Contains, l)
+	}
+
+	// Without md_mod: the kernel asked for the md block major when the
+	// node was opened, and for the personalities when arrays started.
+	probes := read("modprobe.log")
+	c.Check(probes, qt.Matches, `(?s).*block-major-9-127\b.*`)
+	c.Check(probes, qt.Matches, `(?s).*md-(level-1|raid1)\b.*`)
+	c.Logf("node made without md_mod: %s", read("node"))
+	c.Check(read("node"), qt.Matches, `/dev/md127 block special file 9:7f 600 0:0\n`)
+
+	// mdadm --assemble starts a foreign array with RUN_ARRAY (writable);
+	// mdctl assemble leaves it read-auto, as udev's incremental pass
+	// does (docs/assembly.md section 8).
+	c.Check(read("assemble-foreign-mdadm"), qt.Matches, `(clean|active)\n`)
+	c.Check(read("assemble-foreign-mdctl"), qt.Equals, "read-auto\n")
+
+	// Under a real udev, our rules leave what mdadm's leave.
+	udevWant := read("udev-mdadm.txt")
+	c.Logf("mdadm's udev rules left:\n%s", udevWant)
+	c.Check(read("udev-mdctl.txt"), qt.Equals, udevWant)
+	for _, l := range []string{"link boot ", "link elsewhere:data ", "link 9_0 ", "link solo_0 ", "idlink md-name-talos:boot ", "idlink md-uuid-"} {
+		c.Check(udevWant, qt.Contains, l)
 	}
 }
 
+// noLoad are the modules boot 4 leaves for the kernel to ask for: md_mod
+// and everything that needs it (file names without .ko).
+const noLoad = "md-mod raid0 raid1 raid10 raid456 linear"
+
+// udevFiles are the host's udevd (udevadm is both) with its libraries and
+// Debian's persistent-storage rules (blkid and path_id).
+func udevFiles(t *testing.T) map[string]string {
+	t.Helper()
+	adm, err := exec.LookPath("udevadm")
+	if err != nil {
+		t.Fatalf("udevadm not found (scripts/vm-deps installs udev): %v", err)
+	}
+	files, err := vmtest.ProgramFiles(adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["/usr/bin/udevadm"] = adm
+	files["/lib/systemd/systemd-udevd"] = adm
+	for k, v := range hostRules(t, "60-persistent-storage.rules") {
+		files[k] = v
+	}
+	return files
+}
+
+// hostRules are udev rules files of the host, by name.
+func hostRules(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		p := filepath.Join("/lib/udev/rules.d", n)
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v (scripts/vm-deps installs udev and mdadm)", err)
+		}
+		out[p] = p
+	}
+	return out
+}
+
 // writeMBR gives the image at p an MS-DOS partition table with two
-// partitions of type fd (Linux raid autodetect), at 1 MiB and 16 MiB,
-// 30000 sectors each.
+// nParts partitions of type fd (Linux raid autodetect), 14000 sectors
+// each, 14336 sectors apart from 1 MiB on.
 func writeMBR(p string) error {
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
 	mbr := make([]byte, 512)
-	for i, start := range []uint32{2048, 32768} {
+	for i := range nParts {
+		start := uint32(2048 + 14336*i)
 		e := mbr[446+16*i:]
 		e[4] = 0xfd
 		binary.LittleEndian.PutUint32(e[8:], start)
-		binary.LittleEndian.PutUint32(e[12:], 30000)
+		binary.LittleEndian.PutUint32(e[12:], 14000)
 	}
 	mbr[510], mbr[511] = 0x55, 0xaa
 	if _, err := f.WriteAt(mbr, 0); err != nil {
