@@ -3,9 +3,11 @@ package blockdev
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"testing"
 
@@ -23,11 +25,7 @@ func TestOpenMemberReads(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i*7 + i/251)
 	}
-	path := filepath.Join(t.TempDir(), "member.img")
-	c.Assert(os.WriteFile(path, data, 0o644), qt.IsNil)
-	d, err := OpenDirect(path)
-	c.Assert(err, qt.IsNil)
-	defer d.Close()
+	d := openImage(c, data)
 	size, err := d.Size()
 	c.Assert(err, qt.IsNil)
 	c.Assert(size, qt.Equals, int64(len(data)))
@@ -73,9 +71,9 @@ func TestOpenMemberUsesODirect(t *testing.T) {
 	d, err := OpenDirect(path)
 	c.Assert(err, qt.IsNil)
 	defer d.Close()
-	fl, err := unix.FcntlInt(d.f.Fd(), unix.F_GETFL, 0)
+	fl, err := unix.FcntlInt(uintptr(d.f.fd), unix.F_GETFL, 0)
 	c.Assert(err, qt.IsNil)
-	if d.buffered {
+	if d.buffered.Load() {
 		c.Assert(fl&unix.O_DIRECT, qt.Equals, 0)
 		t.Logf("the file system of %s refuses O_DIRECT; buffered fallback", path)
 		return
@@ -99,4 +97,76 @@ func TestOpenMemberErrors(t *testing.T) {
 	defer d.Close()
 	_, err = d.ReadAt(make([]byte, maxDirectRead+1), 0)
 	c.Assert(err, qt.ErrorMatches, `.*more than .*`)
+}
+
+// TestDirectReaderBuffers checks where reads go: an aligned read into an
+// aligned buffer straight into it, an unaligned one through the reader's
+// scratch buffer, allocated once; and concurrent reads, which cannot
+// share the scratch, still return the file's bytes.
+func TestDirectReaderBuffers(t *testing.T) {
+	c := qt.New(t)
+	data := make([]byte, 64<<10)
+	for i := range data {
+		data[i] = byte(i*13 + i/4093)
+	}
+	d := openImage(c, data)
+
+	p := AlignedBuf(8192, 4096)
+	allocs := testing.AllocsPerRun(20, func() {
+		if n, err := d.ReadAt(p, 4096); n != len(p) || err != nil {
+			t.Fatalf("aligned read: %d, %v", n, err)
+		}
+	})
+	c.Check(p, qt.DeepEquals, data[4096:4096+8192])
+	c.Check(allocs, qt.Equals, 0.0)
+
+	q := make([]byte, 300)
+	allocs = testing.AllocsPerRun(20, func() {
+		if n, err := d.ReadAt(q, 5000); n != len(q) || err != nil {
+			t.Fatalf("unaligned read: %d, %v", n, err)
+		}
+	})
+	c.Check(q, qt.DeepEquals, data[5000:5300])
+	c.Check(allocs, qt.Equals, 0.0)
+
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			b := make([]byte, 777)
+			for i := range 200 {
+				off := (g*7919 + i*4099) % (len(data) - len(b))
+				if n, err := d.ReadAt(b, int64(off)); n != len(b) || err != nil || !bytes.Equal(b, data[off:off+len(b)]) {
+					errs <- fmt.Errorf("read of %d at %d: %d, %v, equal %v", len(b), off, n, err, bytes.Equal(b[:n], data[off:off+n]))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		c.Check(<-errs, qt.IsNil)
+	}
+}
+
+// TestOpenDirectNotADevice checks that a directory is refused with an
+// error naming it rather than read.
+func TestOpenDirectNotADevice(t *testing.T) {
+	c := qt.New(t)
+	dir := t.TempDir()
+	d, err := OpenDirect(dir)
+	if err == nil {
+		d.Close()
+	}
+	c.Assert(err, qt.ErrorMatches, `.*`+regexp.QuoteMeta(dir)+`.*`)
+}
+
+// openImage writes data to an image file and opens it with OpenDirect,
+// closed when the test ends.
+func openImage(c *qt.C, data []byte) *DirectReader {
+	path := filepath.Join(c.TempDir(), "member.img")
+	c.Assert(os.WriteFile(path, data, 0o644), qt.IsNil)
+	d, err := OpenDirect(path)
+	c.Assert(err, qt.IsNil)
+	c.Cleanup(func() { d.Close() })
+	return d
 }

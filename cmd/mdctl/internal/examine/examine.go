@@ -123,7 +123,7 @@ func Inspect(r io.ReaderAt, size int64, name string) *Report {
 // Inspector inspects devices one after the other, reusing its buffers:
 // one per goroutine. The zero value is ready to use.
 type Inspector struct {
-	head [headSize]byte // withHead's
+	head []byte // withHead's, aligned so that O_DIRECT reads straight into it
 }
 
 // InspectPath is the package's InspectPath, with x's buffers.
@@ -149,7 +149,10 @@ func (x *Inspector) InspectPath(path string) *Report {
 // report refers to them.
 func (x *Inspector) Inspect(r io.ReaderAt, size int64, name string) *Report {
 	rep := &Report{Device: name, Size: size}
-	r = withHead(r, size, x.head[:])
+	if x.head == nil {
+		x.head = blockdev.AlignedBuf(headSize, 4096)
+	}
+	r = withHead(r, size, x.head)
 	res, err := superblock.Probe(r, size)
 	rep.Probe = res
 	switch {
