@@ -75,7 +75,7 @@ func TestGuestFailureIsReported(t *testing.T) {
 		{"kernel panic", sh("echo c > /proc/sysrq-trigger; sleep 60"), 0, func(err error) bool {
 			return errors.Is(err, ErrPanic)
 		}},
-		{"timeout", sh("sleep 600"), 20 * time.Second, func(err error) bool {
+		{"timeout", sh("sleep 600"), 12 * time.Second, func(err error) bool {
 			return errors.Is(err, ErrTimeout)
 		}},
 		{"no marker", []string{"/bin/busybox", "poweroff", "-f"}, 0, func(err error) bool {

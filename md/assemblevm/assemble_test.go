@@ -308,6 +308,10 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		}
 		boot(t, r, vmtest.Config{Files: f, Shares: []vmtest.Share{share}, Disks: copyDisks(t, later), Cmd: sh(guestLib + pre + `
 			unset MDADM_NO_UDEV
+			# One worker: events run in the order of the trigger (the
+			# kernel's), the same for both rule sets; the order
+			# decides what a stale member does. (mdadm then waits a
+			# few seconds per array for udev, which is busy with it.)
 			/lib/systemd/systemd-udevd --daemon --children-max=1 --resolve-names=never
 			udevadm trigger --type=devices --action=add --subsystem-match=block
 			udevadm settle --timeout=240
