@@ -17,6 +17,15 @@
 // names no array, and anything unsure read every array. It runs on
 // Linux only (ErrUnsupported elsewhere).
 //
+// A notified file is read at once to re-arm it. When a member's state
+// file reads a change that makes a member event (a member that failed:
+// Fail, FailSpare; SpareActive), that event is sent from this read,
+// before the array is read again; the re-read then reports the rest
+// (DegradedArray, a sync that starts) and not the member event again.
+// The event is derived by the same comparison as every other, from the
+// previous snapshot with that member's flags as read; Options.Snapshot
+// sees only whole snapshots.
+//
 // # Records and heal
 //
 // With Options.Store, the record of every fully healthy array

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // twoMirrors rebuilds a captured healthy raid1 (md0, on vda and vdb) and
@@ -81,6 +82,7 @@ type steppedWatch struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	reports  []*md.Report // every snapshot handed to Options.Snapshot
+	queued   []int        // for each of them, the events sent and not yet read when it was handed over
 }
 
 func startStepped(t *testing.T, m *md.Manager) *steppedWatch {
@@ -97,6 +99,7 @@ func startStepped(t *testing.T, m *md.Manager) *steppedWatch {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.reports = append(s.reports, r)
+			s.queued = append(s.queued, len(s.ch))
 		}}).withDefaults()
 	s.now = t0
 	w := &watcher{m: m, o: o, refused: map[string]string{}, clock: func() time.Time {
@@ -479,4 +482,80 @@ func FuzzMdstatArrays(f *testing.F) {
 			t.Fatalf("the same text changed %v", ch)
 		}
 	})
+}
+
+// TestEarlyFailBeforeTheScan: a member's state file that notified reads
+// "faulty", and the Fail is sent from that read, before the scan of its
+// array takes its snapshot; the scan then reports the rest (the array
+// degraded) and not the Fail again. A wake-up that brings no state (md0)
+// is reported by the scan alone, and a state that changes nothing sends
+// nothing. The earlier snapshot is not changed.
+func TestEarlyFailBeforeTheScan(t *testing.T) {
+	c := qt.New(t)
+	m, dirs := twoMirrors(t, nil)
+	s := startStepped(t, m)
+	s.step()
+
+	fail(t, dirs["md1"])
+	u := arraysWoken("md1")
+	u.addState("md1", "vdb", sysfs.MemberState{sysfs.FlagFaulty})
+	s.wake(u)
+	_, evs := s.step()
+	c.Assert(evs, qt.DeepEquals, []string{"Fail md1 vdb slot=1", "DegradedArray md1"})
+	s.mu.Lock()
+	c.Assert(s.queued[len(s.queued)-1], qt.Equals, 1, qt.Commentf("the Fail was not sent before the scan's snapshot"))
+	first := s.reports[0]
+	s.mu.Unlock()
+	c.Assert(first.Arrays[1].Members()[1].Flags, qt.DeepEquals, sysfs.MemberState{sysfs.FlagInSync}, qt.Commentf("the first snapshot was changed"))
+
+	fail(t, dirs["md0"])
+	s.wake(arraysWoken("md0"))
+	_, evs = s.step()
+	c.Assert(evs, qt.DeepEquals, []string{"Fail md0 vdb slot=1", "DegradedArray md0"})
+	s.mu.Lock()
+	c.Assert(s.queued[len(s.queued)-1], qt.Equals, 0)
+	s.mu.Unlock()
+
+	u = arraysWoken("md1")
+	u.addState("md1", "vdb", sysfs.MemberState{sysfs.FlagFaulty})
+	s.wake(u)
+	_, evs = s.step()
+	c.Assert(evs, qt.HasLen, 0)
+}
+
+// TestNotifiedState: what a notified state file read is used for, and
+// what is left to the scan.
+func TestNotifiedState(t *testing.T) {
+	c := qt.New(t)
+	for _, tt := range []struct {
+		in   string
+		want sysfs.MemberState
+	}{
+		{"faulty\n", sysfs.MemberState{sysfs.FlagFaulty}},
+		{"in_sync,write_mostly\n", sysfs.MemberState{sysfs.FlagInSync, sysfs.FlagWriteMostly}},
+		{"", nil},
+		{"\n", nil},
+		{"bananas\n", nil},
+		{"faulty\x1b[2J\n", nil},
+		{"FAULTY\n", nil},
+		{strings.Repeat("faulty,", 40), nil},
+	} {
+		got, ok := parseNotifiedState([]byte(tt.in), 4096)
+		c.Check(ok, qt.Equals, tt.want != nil, qt.Commentf("%q", tt.in))
+		c.Check(got, qt.DeepEquals, tt.want, qt.Commentf("%q", tt.in))
+	}
+	_, ok := parseNotifiedState([]byte("faulty\n"), 7)
+	c.Check(ok, qt.IsFalse, qt.Commentf("a read that fills the buffer may be cut"))
+
+	for in, want := range map[string]string{
+		"/sys/devices/virtual/block/md1/md/dev-vdb/state":        "vdb",
+		"/sys/devices/virtual/block/md1/md/dev-cciss!c0d0/state": "cciss/c0d0",
+		"/sys/devices/virtual/block/md1/md/array_state":          "",
+		"/sys/devices/virtual/block/md1/md/dev-vdb/slot":         "",
+		"/sys/devices/virtual/block/md1/md/dev-/state":           "",
+	} {
+		got, ok := memberStatePath(in)
+		c.Check(got, qt.Equals, want, qt.Commentf("%s", in))
+		c.Check(ok, qt.Equals, want != "", qt.Commentf("%s", in))
+	}
 }

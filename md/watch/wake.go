@@ -1,8 +1,12 @@
 package watch
 
 import (
+	"path"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // wakeup is what woke the watcher: which files the kernel notified.
@@ -21,6 +25,23 @@ type wakeup struct {
 	// arrays are the kernel names of the arrays whose own files were
 	// notified.
 	arrays map[string]bool
+	// states are the flags of the member state files that notified, as
+	// the read that re-armed them found them: array kernel name ->
+	// member kernel name -> flags (see watcher.early). A state that did
+	// not read cleanly is not here; its array is in arrays all the same.
+	states map[string]map[string]sysfs.MemberState
+}
+
+// addState notes what the state file of member of array read when it
+// notified.
+func (u *wakeup) addState(array, member string, st sysfs.MemberState) {
+	if u.states == nil {
+		u.states = map[string]map[string]sysfs.MemberState{}
+	}
+	if u.states[array] == nil {
+		u.states[array] = map[string]sysfs.MemberState{}
+	}
+	u.states[array][member] = st
 }
 
 // woke reports whether anything was notified.
@@ -110,4 +131,39 @@ func (l *lookAgain) due(now time.Time, u *wakeup) {
 			delete(l.arrays, n)
 		}
 	}
+}
+
+// memberStatePath returns the kernel name of the member whose state file
+// is at p (.../md/dev-NAME/state, with '!' for '/' in NAME).
+func memberStatePath(p string) (string, bool) {
+	dir, file := path.Split(p)
+	if file != "state" {
+		return "", false
+	}
+	d := path.Base(dir)
+	if !strings.HasPrefix(d, "dev-") || len(d) == len("dev-") {
+		return "", false
+	}
+	return strings.ReplaceAll(strings.TrimPrefix(d, "dev-"), "!", "/"), true
+}
+
+// parseNotifiedState parses what a member's state file read: a short
+// list of the flags the kernel writes, and nothing else. Anything else
+// (a read that filled the buffer, bytes that are not a flag list, a flag
+// this package does not know, an empty list) is false, and is left to
+// the scan that follows, which reports it as Discover does.
+func parseNotifiedState(b []byte, bufLen int) (sysfs.MemberState, bool) {
+	if len(b) == 0 || len(b) >= bufLen || len(b) > 256 {
+		return nil, false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c == '_' || c == ',' || c == '\n') {
+			return nil, false
+		}
+	}
+	st := sysfs.ParseMemberState(string(b))
+	if len(st) == 0 || len(st.Unknown()) > 0 {
+		return nil, false
+	}
+	return st, true
 }

@@ -262,6 +262,82 @@ func (w *watcher) partial(ctx context.Context, names []string) (*md.Report, erro
 	return r, nil
 }
 
+// early reports the member events that the state files read when they
+// notified already show (a member that failed), before the scan that
+// follows re-reads their arrays: that scan opens and reads every file of
+// the array and its members' superblocks, tens of milliseconds in which
+// the failure is known. The events come from diff, between the previous
+// snapshot and a copy of it with those members' flags as read
+// (withStates), which then stands as the previous snapshot, so that the
+// scan does not report them again. It returns false when ctx is done.
+func (w *watcher) early(ctx context.Context, ch chan<- Event, states map[string]map[string]sysfs.MemberState, now time.Time) bool {
+	if len(states) == 0 || w.prev == nil || w.prev.Error != "" {
+		return true
+	}
+	r := withStates(w.prev, states, now)
+	if r == nil {
+		return true
+	}
+	evs := diff(w.prev, r, w.o.Spares)
+	if len(evs) == 0 {
+		return true
+	}
+	w.o.Logger.Debug("early", "events", len(evs))
+	w.prev = r
+	return send(ctx, ch, evs)
+}
+
+// withStates returns a copy of r, taken at now, in which the members
+// named in states (array -> member -> flags) have those flags, or nil
+// when that changes no member. r is not changed: the reports handed to
+// Options.Snapshot stay as they were. Only the flags change, which is
+// all that diff compares for member events; the rest of each array
+// (its health, its slots' states) is the scan's to update.
+func withStates(r *md.Report, states map[string]map[string]sysfs.MemberState, now time.Time) *md.Report {
+	out := *r
+	out.Time = now
+	out.Arrays = slices.Clone(r.Arrays)
+	changed := false
+	for i := range out.Arrays {
+		a := &out.Arrays[i]
+		st := states[a.Device]
+		if st == nil {
+			continue
+		}
+		set := func(m *md.Member) *md.Member {
+			f, ok := st[m.Device]
+			if !ok || slices.Equal(f, m.Flags) {
+				return m
+			}
+			c := *m
+			c.Flags = slices.Clone(f)
+			changed = true
+			return &c
+		}
+		a.Slots = slices.Clone(a.Slots)
+		for j := range a.Slots {
+			if m := a.Slots[j].Member; m != nil {
+				a.Slots[j].Member = set(m)
+			}
+			if m := a.Slots[j].Replacement; m != nil {
+				a.Slots[j].Replacement = set(m)
+			}
+		}
+		a.Spares = slices.Clone(a.Spares)
+		for j := range a.Spares {
+			a.Spares[j] = *set(&a.Spares[j])
+		}
+		a.Faulty = slices.Clone(a.Faulty)
+		for j := range a.Faulty {
+			a.Faulty[j] = *set(&a.Faulty[j])
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return &out
+}
+
 func send(ctx context.Context, ch chan<- Event, evs []Event) bool {
 	for _, e := range evs {
 		select {

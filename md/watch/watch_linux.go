@@ -129,8 +129,18 @@ func (p *pollSet) add(fd int, events uint32) error {
 // arm reads fd from offset 0, which records the file's event counter so
 // that the next change notifies. A deleted sysfs node fails (ENODEV).
 func (p *pollSet) arm(fd int) error {
-	_, err := unix.Pread(fd, p.buf, 0)
+	_, err := p.armRead(fd)
 	return err
+}
+
+// armRead is arm, and returns what it read (in p.buf, until the next
+// read).
+func (p *pollSet) armRead(fd int) ([]byte, error) {
+	n, err := unix.Pread(fd, p.buf, 0)
+	if err != nil {
+		return nil, err
+	}
+	return p.buf[:n], nil
 }
 
 // maxMdstat bounds what readMdstat reads: some 5000 arrays' worth.
@@ -286,7 +296,8 @@ func (p *pollSet) note(fd int, u *wakeup, log *slog.Logger) bool {
 		}
 	default:
 		name, known := p.owner[fd]
-		if err := p.arm(fd); err != nil {
+		text, err := p.armRead(fd)
+		if err != nil {
 			// The node is gone (ENODEV): a member or array left.
 			// reconcile opens it again if it comes back.
 			p.drop(fd)
@@ -298,6 +309,11 @@ func (p *pollSet) note(fd int, u *wakeup, log *slog.Logger) bool {
 			return true
 		}
 		u.add(name)
+		if member, ok := memberStatePath(p.paths[fd]); ok {
+			if st, ok := parseNotifiedState(text, len(p.buf)); ok {
+				u.addState(name, member, st)
+			}
+		}
 	}
 	return true
 }
@@ -428,6 +444,9 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			}
 			if t := clock(); u.woke() {
 				now = t
+				if !w.early(ctx, ch, u.states, now) {
+					return
+				}
 			} else if now = now.Add(timeout); t.After(now) {
 				// The timeout passed, even if the clock has not
 				// quite got there.
