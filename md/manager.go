@@ -150,3 +150,7 @@ func (m *Manager) FS() sysfs.FS { return m.fs }
 // ErrNoArray is matched by the error for an array name that does not
 // exist.
 var ErrNoArray = errors.New("md: no such array")
+
+// Now is the Manager's clock (Config.Now) in UTC, as its reports are
+// dated: a watcher dates the events it derives without a report by it.
+func (m *Manager) Now() time.Time { return m.now().UTC() }

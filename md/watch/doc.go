@@ -18,13 +18,14 @@
 // Linux only (ErrUnsupported elsewhere).
 //
 // A notified file is read at once to re-arm it. When a member's state
-// file reads a change that makes a member event (a member that failed:
-// Fail, FailSpare; SpareActive), that event is sent from this read,
-// before the array is read again; the re-read then reports the rest
-// (DegradedArray, a sync that starts) and not the member event again.
+// file reads a failure (Fail, FailSpare), that event is sent from this
+// read, before the array is read again; the re-read then reports the
+// rest (DegradedArray, a sync that starts) and not the failure again.
 // The event is derived by the same comparison as every other, from the
-// previous snapshot with that member's flags as read; Options.Snapshot
-// sees only whole snapshots.
+// previous snapshot with that member's flags as read, and dated by the
+// Manager's clock; Options.Snapshot sees only whole snapshots. So within
+// one wake-up these failures come before the other arrays' events, and
+// before the snapshot that shows them.
 //
 // # Records and heal
 //

@@ -538,6 +538,9 @@ func TestNotifiedState(t *testing.T) {
 		{"bananas\n", nil},
 		{"faulty\x1b[2J\n", nil},
 		{"FAULTY\n", nil},
+		{"faulty,blocked,spare\n", nil},
+		{"faulty,in_sync,blocked\n", nil},
+		{"faulty,blocked\n", sysfs.MemberState{sysfs.FlagFaulty, sysfs.FlagBlocked}},
 		{strings.Repeat("faulty,", 40), nil},
 	} {
 		got, ok := parseNotifiedState([]byte(tt.in), 4096)
@@ -549,7 +552,7 @@ func TestNotifiedState(t *testing.T) {
 
 	for in, want := range map[string]string{
 		"/sys/devices/virtual/block/md1/md/dev-vdb/state":        "vdb",
-		"/sys/devices/virtual/block/md1/md/dev-cciss!c0d0/state": "cciss/c0d0",
+		"/sys/devices/virtual/block/md1/md/dev-cciss!c0d0/state": "cciss!c0d0",
 		"/sys/devices/virtual/block/md1/md/array_state":          "",
 		"/sys/devices/virtual/block/md1/md/dev-vdb/slot":         "",
 		"/sys/devices/virtual/block/md1/md/dev-/state":           "",
@@ -558,4 +561,67 @@ func TestNotifiedState(t *testing.T) {
 		c.Check(got, qt.Equals, want, qt.Commentf("%s", in))
 		c.Check(ok, qt.Equals, want != "", qt.Commentf("%s", in))
 	}
+}
+
+// TestEarlyOnlyForRealFailures: the early path leaves to the re-read a
+// "faulty" that a member being rebuilt shows while a bad block recorded
+// on it is not yet written out (state_show's unacknowledged bad blocks),
+// and a member that became in sync (its slot is the re-read's to
+// name); neither the early path nor the re-read reports the transient
+// "faulty" as a failure. An early Fail is dated by the Manager's clock,
+// as the re-read's events are.
+func TestEarlyOnlyForRealFailures(t *testing.T) {
+	c := qt.New(t)
+	sys, dev := loadCase(t, "raid1-recovering").System(t)
+	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+	c.Assert(err, qt.IsNil)
+	s := startStepped(t, m)
+	s.step()
+	dir := filepath.Join(sys, "devices", "virtual", "block", "md0", "md")
+
+	// The file reads "faulty,blocked,spare" when it notifies, and the
+	// re-read finds it so too: no FailSpare, early or not. (Package md
+	// reads that slot as no longer rebuilding, hence a RebuildFinished
+	// here; that is md's reading of the flags, not watch's.)
+	c.Assert(os.WriteFile(filepath.Join(dir, "dev-vdc", "state"), []byte("faulty,blocked,spare\n"), 0o644), qt.IsNil)
+	u := arraysWoken("md0")
+	u.addState("md0", "vdc", sysfs.MemberState{sysfs.FlagFaulty, sysfs.FlagBlocked, sysfs.FlagSpare})
+	s.wake(u)
+	_, evs := s.step()
+	c.Assert(slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "FailSpare") || strings.HasPrefix(e, "Fail ") }), qt.IsFalse, qt.Commentf("%v", evs))
+	s.mu.Lock()
+	c.Assert(s.queued[len(s.queued)-1], qt.Equals, 0)
+	s.mu.Unlock()
+	c.Assert(os.WriteFile(filepath.Join(dir, "dev-vdc", "state"), []byte("spare\n"), 0o644), qt.IsNil)
+	s.wake(arraysWoken("md0"))
+	s.step()
+
+	// The rebuild ends: SpareActive comes from the re-read, not early.
+	c.Assert(os.WriteFile(filepath.Join(dir, "dev-vdc", "state"), []byte("in_sync\n"), 0o644), qt.IsNil)
+	u = arraysWoken("md0")
+	u.addState("md0", "vdc", sysfs.MemberState{sysfs.FlagInSync})
+	s.wake(u)
+	_, evs = s.step()
+	c.Assert(evs, qt.Contains, "SpareActive md0 vdc slot=1")
+	s.mu.Lock()
+	c.Assert(s.queued[len(s.queued)-1], qt.Equals, 0, qt.Commentf("SpareActive was sent early"))
+	s.mu.Unlock()
+}
+
+// TestEarlyEventTime: an early event is dated by the Manager's clock in
+// UTC, as report times are.
+func TestEarlyEventTime(t *testing.T) {
+	c := qt.New(t)
+	at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.FixedZone("CET", 3600))
+	m, _ := twoMirrors(t, func() time.Time { return at })
+	r, err := m.Discover(context.Background())
+	c.Assert(err, qt.IsNil)
+	w := &watcher{m: m, o: (&Options{}).withDefaults(), prev: r}
+	w.o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ch := make(chan Event, 4)
+	c.Assert(w.early(context.Background(), ch, map[string]map[string]sysfs.MemberState{"md1": {"vdb": {sysfs.FlagFaulty}}}, m.Now()), qt.IsTrue)
+	c.Assert(ch, qt.HasLen, 1)
+	e := <-ch
+	c.Check(e.Type, qt.Equals, Fail)
+	c.Check(e.Time, qt.Equals, at.UTC())
 }

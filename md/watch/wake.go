@@ -133,8 +133,8 @@ func (l *lookAgain) due(now time.Time, u *wakeup) {
 	}
 }
 
-// memberStatePath returns the kernel name of the member whose state file
-// is at p (.../md/dev-NAME/state, with '!' for '/' in NAME).
+// memberStatePath returns the name of the member whose state file is at
+// p (.../md/dev-NAME/state): NAME as sysfs spells it, with '!' for '/'.
 func memberStatePath(p string) (string, bool) {
 	dir, file := path.Split(p)
 	if file != "state" {
@@ -144,11 +144,12 @@ func memberStatePath(p string) (string, bool) {
 	if !strings.HasPrefix(d, "dev-") || len(d) == len("dev-") {
 		return "", false
 	}
-	return strings.ReplaceAll(strings.TrimPrefix(d, "dev-"), "!", "/"), true
+	return strings.TrimPrefix(d, "dev-"), true
 }
 
 // parseNotifiedState parses what a member's state file read: a short
-// list of the flags the kernel writes, and nothing else. Anything else
+// list of the flags the kernel writes, and nothing else; and not the
+// transient "faulty" of a member with unacknowledged bad blocks. Anything else
 // (a read that filled the buffer, bytes that are not a flag list, a flag
 // this package does not know, an empty list) is false, and is left to
 // the scan that follows, which reports it as Discover does.
@@ -163,6 +164,13 @@ func parseNotifiedState(b []byte, bufLen int) (sysfs.MemberState, bool) {
 	}
 	st := sysfs.ParseMemberState(string(b))
 	if len(st) == 0 || len(st.Unknown()) > 0 {
+		return nil, false
+	}
+	if st.Has(sysfs.FlagFaulty) && !faultyFlags(st) {
+		// "faulty" beside in_sync or spare: unacknowledged bad blocks
+		// on a member that has not failed (see faultyFlags), which the
+		// kernel notifies when it records them and not when md writes
+		// them out a moment later.
 		return nil, false
 	}
 	return st, true

@@ -58,7 +58,11 @@ type Options struct {
 	// and read it from other goroutines; it must not change it, and it
 	// must return quickly, for the watch waits. A metrics endpoint
 	// serves the latest one (metrics.Latest.Set) instead of reading
-	// sysfs on every scrape.
+	// sysfs on every scrape. A Fail or FailSpare that a member's state
+	// file showed when it notified is sent before the snapshot that
+	// shows it (see the package doc, Wake-ups): a consumer that reads
+	// the latest snapshot on such an event may see the array as it was
+	// just before, for the time one array takes to read.
 	Snapshot func(r *md.Report, err error)
 }
 
@@ -262,8 +266,8 @@ func (w *watcher) partial(ctx context.Context, names []string) (*md.Report, erro
 	return r, nil
 }
 
-// early reports the member events that the state files read when they
-// notified already show (a member that failed), before the scan that
+// early reports the failures (Fail, FailSpare) that the state files read
+// when they notified already show, before the scan that
 // follows re-reads their arrays: that scan opens and reads every file of
 // the array and its members' superblocks, tens of milliseconds in which
 // the failure is known. The events come from diff, between the previous
@@ -281,6 +285,14 @@ func (w *watcher) early(ctx context.Context, ch chan<- Event, states map[string]
 	evs := diff(w.prev, r, w.o.Spares)
 	if len(evs) == 0 {
 		return true
+	}
+	for _, e := range evs {
+		if e.Type != Fail && e.Type != FailSpare {
+			// Only a failure is worth sending before the re-read: a
+			// member that became in sync may have got a slot since
+			// the previous snapshot, which only the re-read knows.
+			return true
+		}
 	}
 	w.o.Logger.Debug("early", "events", len(evs))
 	w.prev = r
@@ -306,6 +318,10 @@ func withStates(r *md.Report, states map[string]map[string]sysfs.MemberState, no
 		}
 		set := func(m *md.Member) *md.Member {
 			f, ok := st[m.Device]
+			if !ok {
+				// states are keyed by the dev-* name, '!' for '/'.
+				f, ok = st[strings.ReplaceAll(m.Device, "/", "!")]
+			}
 			if !ok || slices.Equal(f, m.Flags) {
 				return m
 			}

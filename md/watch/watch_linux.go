@@ -444,7 +444,7 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			}
 			if t := clock(); u.woke() {
 				now = t
-				if !w.early(ctx, ch, u.states, now) {
+				if !w.early(ctx, ch, u.states, w.m.Now()) {
 					return
 				}
 			} else if now = now.Add(timeout); t.After(now) {
