@@ -154,11 +154,7 @@ func (d *DirectReader) buffer(n int) (buf []byte, held bool) {
 // readBuffered reads through the page cache (a descriptor opened
 // without O_DIRECT, or a file system that refuses it).
 func (d *DirectReader) readBuffered(p []byte, off int64) (int, error) {
-	n, err := d.f.pread(d.name, p, off, false)
-	if n < len(p) && err == nil {
-		err = io.EOF
-	}
-	return n, err
+	return d.f.pread(d.name, p, off, false)
 }
 
 // Size returns the size of the device or file.

@@ -102,6 +102,7 @@ type modIndex struct {
 	byName  map[string]string   // normalised module name -> relative path
 	builtin map[string]bool     // normalised names of built-in modules
 	softPre map[string][]string // module name -> relative paths to load first (modules.softdep)
+	aliases map[string][]string // alias -> module names (modules.alias)
 }
 
 func modName(p string) string {
@@ -141,6 +142,7 @@ func loadModIndex(dir string) (*modIndex, error) {
 	// needs it). Aliases resolve through modules.alias, preferring the
 	// portable *_generic implementation.
 	aliases := map[string][]string{}
+	ix.aliases = aliases
 	if b, err := os.ReadFile(filepath.Join(dir, "modules.alias")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if f := strings.Fields(l); len(f) == 3 && f[0] == "alias" {
@@ -382,7 +384,7 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 	}
 
 	h := sha256.New()
-	fmt.Fprintf(h, "v2 %s\n%s\n", k.Version, initScript)
+	fmt.Fprintf(h, "v3 %s\n%s\n", k.Version, initScript)
 	inputs := append([]string{busybox, mdadm}, libs...)
 	for _, m := range mods {
 		inputs = append(inputs, filepath.Join(k.Modules, m))
@@ -453,11 +455,7 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 		if err := a.file(path.Join("lib/modules", k.Version, "modules.dep"), 0o644, dep.Bytes()); err != nil {
 			return err
 		}
-		alias, err := filteredAliases(filepath.Join(k.Modules, "modules.alias"), mods)
-		if err != nil {
-			return err
-		}
-		if err := a.file(path.Join("lib/modules", k.Version, "modules.alias"), 0o644, alias); err != nil {
+		if err := a.file(path.Join("lib/modules", k.Version, "modules.alias"), 0o644, ix.filteredAliases(mods)); err != nil {
 			return err
 		}
 		var libDirs []string
@@ -494,28 +492,27 @@ func baseInitramfs(k *Kernel) (_ string, missing []string, err error) {
 	return out, missing, nil
 }
 
-// padTo pads a file with zeros to a multiple of n bytes; the kernel skips
-// zeros between concatenated cpio archives.
-// filteredAliases returns the lines of the modules.alias file at p whose
-// module is one of mods (paths relative to the modules directory).
-func filteredAliases(p string, mods []string) ([]byte, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
+// filteredAliases returns a modules.alias of the aliases whose module is
+// one of mods (paths relative to the modules directory), sorted.
+func (ix *modIndex) filteredAliases(mods []string) []byte {
 	have := map[string]bool{}
 	for _, m := range mods {
 		have[modName(m)] = true
 	}
-	var out bytes.Buffer
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "alias" && have[modName(f[2])] {
-			out.WriteString(l + "\n")
+	var lines []string
+	for alias, targets := range ix.aliases {
+		for _, t := range targets {
+			if have[modName(t)] {
+				lines = append(lines, "alias "+alias+" "+t+"\n")
+			}
 		}
 	}
-	return out.Bytes(), nil
+	sort.Strings(lines)
+	return []byte(strings.Join(lines, ""))
 }
 
+// padTo pads a file with zeros to a multiple of n bytes; the kernel skips
+// zeros between concatenated cpio archives.
 func padTo(f *os.File, n int64) error {
 	off, err := f.Seek(0, io.SeekEnd)
 	if err != nil {

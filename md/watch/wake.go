@@ -27,7 +27,8 @@ type wakeup struct {
 	arrays map[string]bool
 	// states are the flags of the member state files that notified, as
 	// the read that re-armed them found them: array kernel name ->
-	// member kernel name -> flags (see watcher.early). A state that did
+	// member name as its dev-* directory spells it -> flags (see
+	// watcher.early). A state that did
 	// not read cleanly is not here; its array is in arrays all the same.
 	states map[string]map[string]sysfs.MemberState
 }
