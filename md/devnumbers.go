@@ -71,7 +71,7 @@ func renumbered090(s *snapshot) []uint32 {
 	var out []uint32
 	n := uint32(max(s.raidDisks, 0))
 	for _, ms := range s.members {
-		active := ms.state.Has(sysfs.FlagInSync) && !ms.state.Has(sysfs.FlagFaulty) && ms.Slot >= 0
+		active := ms.state.Has(sysfs.FlagInSync) && !ms.state.Failed() && ms.Slot >= 0
 		if !active {
 			out = append(out, n)
 			n++

@@ -426,7 +426,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	ms.ReadErrors, err = mem.Errors()
 	note("errors", err)
 	// recovery_start only means something for a member being rebuilt.
-	if !st.Has(sysfs.FlagInSync) && !st.Has(sysfs.FlagFaulty) && ms.Slot >= 0 {
+	if !st.Has(sysfs.FlagInSync) && !st.Failed() && ms.Slot >= 0 {
 		if rs, err := mem.RecoveryStart(); err == nil {
 			if rs.Valid {
 				v := rs.Value

@@ -381,7 +381,7 @@ func (x *execution) check() error {
 	if int(slot) != p.Slot {
 		return fmt.Errorf("%w: %s holds slot %v, not %d", errVerify, p.Candidate.Device, slot, p.Slot)
 	}
-	if st.Has(sysfs.FlagFaulty) {
+	if st.Failed() {
 		return fmt.Errorf("%w: %s is faulty", errVerify, p.Candidate.Device)
 	}
 	if p.Hot && !st.Has(sysfs.FlagReplacement) && !st.Has(sysfs.FlagInSync) {

@@ -461,3 +461,23 @@ func TestExecuteFinalBlankCheck(t *testing.T) {
 		c.Check(strings.HasPrefix(call, "AddNewDisk"), qt.IsFalse)
 	}
 }
+
+// TestExecuteReplaceVerifyBadBlocks: the new member meets a bad sector as
+// its rebuild starts, so its state shows "faulty" beside "spare" until
+// the bad block is recorded; that is a rebuild running, not a failed
+// member. A member that shows "faulty" alone did fail.
+func TestExecuteReplaceVerifyBadBlocks(t *testing.T) {
+	for state, want := range map[string]error{"faulty,blocked,spare": nil, "faulty": errVerify} {
+		t.Run(state, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, "raid1-degraded-missing")
+			r.k.slotState = state
+			_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+			if want == nil {
+				c.Check(err, qt.IsNil)
+			} else {
+				c.Check(err, qt.ErrorIs, want)
+			}
+		})
+	}
+}

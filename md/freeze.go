@@ -248,7 +248,7 @@ func (m *Manager) thawStale(array, key string) (string, error) {
 		if mem, err := a.Member(rec.Device); err == nil {
 			st, serr := mem.State()
 			slot, lerr := mem.Slot()
-			if serr == nil && lerr == nil && slot < 0 && !st.Has(sysfs.FlagFaulty) {
+			if serr == nil && lerr == nil && slot < 0 && !st.Failed() {
 				if err := m.ops.k.SetSlot(array, rec.Device, rec.Slot); err == nil {
 					did = append(did, fmt.Sprintf("pinned %s to slot %d", rec.Device, rec.Slot))
 				} else {

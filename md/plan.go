@@ -289,7 +289,7 @@ func cloneSource(s *snapshot) *memberSnap {
 	var best *memberSnap
 	for i := range s.members {
 		ms := &s.members[i]
-		if ms.sb == nil || !ms.state.Has(sysfs.FlagInSync) || ms.state.Has(sysfs.FlagFaulty) || ms.Error != "" {
+		if ms.sb == nil || !ms.state.Has(sysfs.FlagInSync) || ms.state.Failed() || ms.Error != "" {
 			continue
 		}
 		if best == nil || ms.sb.Events > best.sb.Events || (ms.sb.Events == best.sb.Events && ms.Slot < best.Slot) {
@@ -400,7 +400,7 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		}
 	}
 	if bound != nil && len(c.MemberOf) == 1 && s.action == sysfs.ActionFrozen &&
-		!bound.state.Has(sysfs.FlagFaulty) && !bound.state.Has(sysfs.FlagInSync) {
+		!bound.state.Failed() && !bound.state.Has(sysfs.FlagInSync) {
 		switch {
 		case bound.Slot < 0:
 			p.Resume = ResumeAdded
@@ -477,12 +477,12 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		pl.pass(checkMember, "%s is no longer bound: removed by the interrupted run", f.member)
 	case old == nil:
 		pl.fail(checkMember, errMemberInvalid, "%s is not a member of %s", f.member, s.name)
-	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Has(sysfs.FlagFaulty) || old.Slot < 0):
+	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Failed() || old.Slot < 0):
 		pl.fail(checkMember, errMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
 	case req.Hot:
 		p.Replace = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
 		pl.pass(checkMember, "%s is in sync in slot %d", old.Device, old.Slot)
-	case !old.state.Has(sysfs.FlagFaulty):
+	case !old.state.Failed():
 		pl.fail(checkMember, errMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
 	default:
 		p.Remove = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
@@ -857,7 +857,7 @@ func usedDevNumbers(s *snapshot, removing string) (used map[uint32]bool, known b
 		case ms.Device == removing:
 		case s.kernelNums != nil:
 			// The kernel named every member's number.
-		case ms.state.Has(sysfs.FlagFaulty) && src != nil && src.sb.Version.Is1x():
+		case ms.state.Failed() && src != nil && src.sb.Version.Is1x():
 			for i, r := range src.sb.DevRoles {
 				if r == superblock.RoleFaulty {
 					used[uint32(i)] = true

@@ -40,6 +40,20 @@ func failInSlot(name string) func(*snapshot) { // faulty, still slotted (frozen)
 	}
 }
 
+// badBlocks gives a member the state the kernel shows while it has bad
+// blocks not yet recorded (md.c state_show): "faulty" and "blocked"
+// beside its in_sync or spare. The member has not failed.
+func badBlocks(name string) func(*snapshot) {
+	return func(s *snapshot) {
+		for i := range s.members {
+			if s.members[i].Device == name {
+				st := s.members[i].state
+				s.members[i].state = append(append(sysfs.MemberState{sysfs.FlagFaulty}, st...), sysfs.FlagBlocked)
+			}
+		}
+	}
+}
+
 // pulledFacts returns the rig's facts as a replace of member plans from
 // them: the array idle, and member pulled out (see dropMember).
 func pulledFacts(t testing.TB, r *replaceRig, member string) arrayFacts {
@@ -131,6 +145,7 @@ func TestPlanReplace(t *testing.T) {
 		{name: "faulty member still slotted is removed first", fixture: "raid1-v1.2", edit: []func(*snapshot){failInSlot("vdb"), setAction(sysfs.ActionIdle)}, slot: 1, steps: stepsRemove, remove: "vdb"},
 		{name: "raid10 two empty slots, one named", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, req: ReplaceRequest{Slot: slotp(3)}, slot: 3, steps: stepsPlain},
 		{name: "hot replace", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true}, slot: 1, steps: stepsHot},
+		{name: "hot replace of a member with bad blocks not yet recorded", fixture: "raid1-v1.2", edit: []func(*snapshot){badBlocks("vdb")}, member: "vdb", req: ReplaceRequest{Hot: true}, slot: 1, steps: stepsHot},
 		{name: "candidate larger", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, size: 1 << 30, slot: 1, steps: stepsPlain},
 
 		// Refusals about the array.
@@ -153,6 +168,8 @@ func TestPlanReplace(t *testing.T) {
 		{name: "slot held by healthy member", fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(0)}, want: errSlotInvalid},
 		{name: "member not in array", fixture: "raid1-failed", member: "vdx", want: errMemberInvalid},
 		{name: "member healthy without hot", fixture: "raid1-failed", member: "vda", want: errMemberInvalid},
+		{name: "member with bad blocks not yet recorded, without hot", fixture: "raid1-v1.2", edit: []func(*snapshot){badBlocks("vdb")}, member: "vdb", want: errMemberInvalid},
+		{name: "a healthy array whose member has bad blocks not yet recorded", fixture: "raid1-v1.2", edit: []func(*snapshot){badBlocks("vdb")}, want: ErrNoEmptySlot},
 		{name: "hot without member", fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
 		{name: "hot of a faulty member", fixture: "raid1-failed", member: "vdb", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
 		{name: "hot with another slot named", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true, Slot: slotp(0)}, want: errSlotInvalid},

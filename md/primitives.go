@@ -104,7 +104,7 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 	if a.Availability == Inactive {
 		return nil, fmt.Errorf("%w: %s is not running", errArrayInactive, s.name)
 	}
-	if ms.state.Has(sysfs.FlagFaulty) {
+	if ms.state.Failed() {
 		return ms, nil // already faulty: failing again is harmless
 	}
 	if ms.Slot < 0 || !ms.state.Has(sysfs.FlagInSync) {
@@ -146,7 +146,7 @@ func (m *Manager) Fail(ctx context.Context, array, member string, change ...*Cha
 		return refuse("fail", name, member, err)
 	}
 	ch.Array, ch.Member = name, ms.Device
-	if ms.state.Has(sysfs.FlagFaulty) {
+	if ms.state.Failed() {
 		return nil
 	}
 	dev := ms.DevNum
@@ -173,7 +173,7 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 	if ms == nil {
 		return nil, fmt.Errorf("%w: %s is not in %s", errNoMember, name, s.name)
 	}
-	if ms.state.Has(sysfs.FlagFaulty) || ms.Slot < 0 {
+	if ms.state.Failed() || ms.Slot < 0 {
 		return ms, nil
 	}
 	return nil, fmt.Errorf("%w: %s is %s in slot %d of %s", errMemberActive, name, ms.state, ms.Slot, s.name)

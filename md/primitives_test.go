@@ -25,6 +25,9 @@ func TestDecidePrimitives(t *testing.T) {
 		{name: "fail one raid10 member", fixture: "raid10", op: "fail", member: "vda"},
 		{name: "fail both copies in raid10", fixture: "raid10", edit: failMember("vda"), op: "fail", member: "vdb", want: errWouldFail},
 		{name: "fail a faulty member again", fixture: "raid1-failed", op: "fail", member: "vdb"},
+		{name: "fail the last in-sync member while it has bad blocks not yet recorded", fixture: "raid1-degraded-missing", edit: badBlocks("vda"), op: "fail", member: "vda", want: errWouldFail},
+		{name: "remove an in-sync member with bad blocks not yet recorded", fixture: "raid1-v1.2", edit: badBlocks("vdb"), op: "remove", member: "vdb", want: errMemberActive},
+		{name: "remove a rebuilding member with bad blocks not yet recorded", fixture: "raid1-recovering", edit: badBlocks("vdc"), op: "remove", member: "vdc", want: errMemberActive},
 		{name: "fail a rebuilding member", fixture: "raid1-recovering", op: "fail", member: "vdc"},
 		{name: "fail a non-member", fixture: "raid1-v1.2", op: "fail", member: "vdq", want: errNoMember},
 		{name: "fail on an inactive array", fixture: "raid5-inactive", op: "fail", member: "vda", want: errArrayInactive},
@@ -167,4 +170,18 @@ func TestPrimitivesDryRun(t *testing.T) {
 		c.Assert(ch, qt.DeepEquals, Change{Array: "md0", Member: "vdb", Write: "SET_DISK_FAULTY 254:16"})
 		c.Assert(r.k.Calls(), qt.DeepEquals, []string{"SetFaulty(md0, 254:16)"})
 	})
+}
+
+// TestFailMemberWithBadBlocks: a member that shows "faulty" beside
+// "in_sync" has bad blocks not yet recorded and has not failed, so Fail
+// issues SET_DISK_FAULTY instead of taking it for failed already, and
+// Remove refuses it.
+func TestFailMemberWithBadBlocks(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-v1.2")
+	c.Assert(r.k.set(r.k.attr("md0", "dev-vdb", "state"), "faulty,in_sync,blocked"), qt.IsNil)
+	ctx := context.Background()
+	c.Check(r.m.Remove(ctx, "md0", "vdb"), qt.ErrorIs, errMemberActive)
+	c.Assert(r.m.Fail(ctx, "md0", "vdb"), qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetFaulty(md0, 254:16)"})
 }

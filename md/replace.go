@@ -436,7 +436,7 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 			switch {
 			case old == nil:
 				removed = true
-			case old.Flags.Has(sysfs.FlagFaulty):
+			case old.Flags.Failed():
 				if err := m.Remove(ctx, w.Array, w.Replaced); err != nil {
 					return a, fmt.Errorf("md: removing the replaced %s: %w", w.Replaced, err)
 				}
@@ -462,7 +462,7 @@ func rebuildDone(a Array, member string) (bool, error) {
 	switch {
 	case mem == nil:
 		return false, fmt.Errorf("%w: %s is no longer a member of %s", errRebuildFailed, member, a.Device)
-	case mem.Flags.Has(sysfs.FlagFaulty):
+	case mem.Flags.Failed():
 		return false, fmt.Errorf("%w: %s is faulty", errRebuildFailed, member)
 	}
 	inSync := mem.Flags.Has(sysfs.FlagInSync)

@@ -214,3 +214,37 @@ func TestCandidateFactsHostileBitmapAllocation(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue)
 }
+
+// TestRebuildDone: a member being rebuilt that shows "faulty" beside
+// "spare" (bad blocks not yet recorded) is still being rebuilt; one that
+// shows "faulty" alone failed the rebuild.
+func TestRebuildDone(t *testing.T) {
+	tests := []struct {
+		flags  string
+		action sysfs.SyncAction
+		done   bool
+		err    error
+	}{
+		{"spare", sysfs.ActionRecover, false, nil},
+		{"faulty,blocked,spare", sysfs.ActionRecover, false, nil},
+		{"in_sync", sysfs.ActionIdle, true, nil},
+		{"faulty,in_sync,blocked", sysfs.ActionIdle, true, nil},
+		{"faulty", sysfs.ActionRecover, false, errRebuildFailed},
+		{"faulty,blocked", sysfs.ActionIdle, false, errRebuildFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flags, func(t *testing.T) {
+			a := mirrorMissing()
+			a.Slots[1] = Slot{Slot: 1, State: SlotRebuilding, Member: &Member{
+				Device: "vdc", Path: "/dev/vdc", Slot: 1, Flags: sysfs.ParseMemberState(tt.flags)}}
+			a.Activity = Activity{Kind: tt.action}
+			done, err := rebuildDone(a, "vdc")
+			qt.Check(t, done, qt.Equals, tt.done)
+			if tt.err == nil {
+				qt.Check(t, err, qt.IsNil)
+			} else {
+				qt.Check(t, err, qt.ErrorIs, tt.err)
+			}
+		})
+	}
+}

@@ -64,7 +64,7 @@ func build(s *snapshot, devRoot string) Array {
 	}
 	for i := range d.members {
 		mem := &d.members[i]
-		faulty := mem.state.Has(sysfs.FlagFaulty)
+		faulty := mem.state.Failed()
 		sync := mem.state.Has(sysfs.FlagInSync)
 		switch {
 		case faulty:

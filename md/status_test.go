@@ -110,3 +110,31 @@ func TestStatusWithoutMemberAccess(t *testing.T) {
 		c.Check(sl.Member.Error, qt.Matches, `.*permission denied`)
 	}
 }
+
+// TestStatusBadBlocksNotYetRecorded: "faulty" beside "in_sync" or
+// "spare" (md.c state_show shows it while a member has bad blocks not yet
+// recorded) is not a failure: the member keeps its slot as active or
+// rebuilding, its rebuild progress is read, and the array is not degraded
+// by it.
+func TestStatusBadBlocksNotYetRecorded(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-v1.2")
+	c.Assert(r.k.set(r.k.attr("md0", "dev-vdb", "state"), "faulty,in_sync,blocked"), qt.IsNil)
+	a := build(r.m.read(r.name), r.m.devRoot)
+	c.Check(a.Slots[1].State, qt.Equals, SlotActive)
+	c.Check(a.Slots[1].Member.Flags.String(), qt.Equals, "faulty,in_sync,blocked")
+	c.Check(a.Counts.Failed, qt.Equals, 0)
+	c.Check(a.Counts.Active, qt.Equals, 2)
+	c.Check(a.Faulty, qt.HasLen, 0)
+	c.Check(a.Availability, qt.Equals, Online)
+
+	r = newReplaceRig(t, "raid1-recovering")
+	c.Assert(r.k.set(r.k.attr("md0", "dev-vdc", "state"), "faulty,blocked,spare"), qt.IsNil)
+	a = build(r.m.read(r.name), r.m.devRoot)
+	mem, where := a.Find("vdc")
+	c.Assert(mem, qt.Not(qt.IsNil))
+	c.Check(where, qt.Equals, "slot")
+	c.Check(a.Slots[mem.Slot].State, qt.Equals, SlotRebuilding)
+	c.Check(a.Counts.Failed, qt.Equals, 0)
+	c.Check(mem.RecoveredSectors, qt.Not(qt.IsNil))
+}

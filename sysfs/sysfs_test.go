@@ -558,3 +558,24 @@ d "devices/virtual/block/md0/md/dev-vdb"
 
 	c.Assert(m.SetSlot(SlotJournal), qt.ErrorIs, fs.ErrInvalid)
 }
+
+// TestMemberStateFailed: the lists md.c state_show prints (6.1 to 7.2).
+// "faulty" beside in_sync or spare is a member with bad blocks not yet
+// recorded, which has not failed.
+func TestMemberStateFailed(t *testing.T) {
+	for s, want := range map[string]bool{
+		"faulty":                           true, // failed, out of its slot
+		"faulty,blocked":                   true, // failed, not yet unblocked
+		"faulty,write_mostly":              true,
+		"faulty,journal,blocked":           true, // a failed journal
+		"faulty,in_sync,blocked":           false,
+		"faulty,in_sync,write_mostly":      false,
+		"faulty,blocked,spare":             false, // being rebuilt, met a bad sector
+		"faulty,blocked,spare,replacement": false,
+		"in_sync":                          false,
+		"spare":                            false,
+		"":                                 false,
+	} {
+		qt.Check(t, ParseMemberState(s).Failed(), qt.Equals, want, qt.Commentf("%q", s))
+	}
+}

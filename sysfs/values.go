@@ -439,7 +439,7 @@ type MemberFlag string
 // Flags that dev-*/state shows. Note that some write tokens differ (see
 // [MemberCommand]): the state reads "in_sync" and "write_mostly".
 const (
-	FlagFaulty          MemberFlag = "faulty" // also shown while unacknowledged bad blocks exist
+	FlagFaulty          MemberFlag = "faulty" // also shown while unacknowledged bad blocks exist: see [MemberState.Failed]
 	FlagInSync          MemberFlag = "in_sync"
 	FlagJournal         MemberFlag = "journal"
 	FlagWriteMostly     MemberFlag = "write_mostly"
@@ -485,6 +485,18 @@ func (s MemberState) Has(f MemberFlag) bool {
 		}
 	}
 	return false
+}
+
+// Failed reports whether the list says the member failed. The kernel's
+// state_show (md.c, unchanged 6.1 to 7.2) prints "faulty" for a failed
+// member, whose personality has cleared In_sync and for which "spare" is
+// never printed, and also while a member that has not failed has bad
+// blocks it has not yet recorded in its bad-block log: then "faulty"
+// stands beside "in_sync" (an active member, "faulty,in_sync,blocked") or
+// "spare" (one being rebuilt, "faulty,blocked,spare"). So a member failed
+// when the list holds "faulty" and neither of the other two.
+func (s MemberState) Failed() bool {
+	return s.Has(FlagFaulty) && !s.Has(FlagInSync) && !s.Has(FlagSpare)
 }
 
 // Unknown returns the flags that are not [MemberFlag.Known].

@@ -253,21 +253,11 @@ func memberEvent(t EventType, a *md.Array, m *md.Member, now time.Time) Event {
 // array was stopped lingers with array_state "clear" for a moment.
 func present(a *md.Array) bool { return a.State != "clear" }
 
-// inSync and faulty read a member's kernel flags.
+// inSync and faulty read a member's kernel flags; faulty is the kernel's
+// rule for a failed member (see [sysfs.MemberState.Failed]), not the bare
+// "faulty" that a member with unacknowledged bad blocks also shows.
 func inSync(m *md.Member) bool { return slices.Contains(m.Flags, "in_sync") }
-func faulty(m *md.Member) bool { return faultyFlags(m.Flags) }
-
-// faultyFlags reports whether a state list says the member failed. The
-// kernel's state_show prints "faulty" for a failed member (Faulty: every
-// personality's error handler clears In_sync, and "spare" is printed
-// only without Faulty), and also while a member that has not failed has
-// bad blocks not yet written to its superblock; that member also reads
-// in_sync or spare (a rebuild that meets an unreadable sector records a
-// bad block on the disk being rebuilt: "faulty,blocked,spare"). Only the
-// first is a failure. (md.c state_show, 6.1 to 7.2.)
-func faultyFlags(st sysfs.MemberState) bool {
-	return st.Has(sysfs.FlagFaulty) && !st.Has(sysfs.FlagInSync) && !st.Has(sysfs.FlagSpare)
-}
+func faulty(m *md.Member) bool { return m.Flags.Failed() }
 
 // syncing reports whether a sync thread works on a, and its percentage.
 // Like mdadm, which looks for a percentage in /proc/mdstat, it counts a
