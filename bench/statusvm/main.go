@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -78,6 +79,16 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 	if err := vmtest.BuildProgram(ctx, rig.Root, "./cmd/mdctl", mdctl); err != nil {
 		return err
 	}
+	// The start-up floors (floor/): a Go hello world, and a program that
+	// links mdctl's dependencies and uses none of them.
+	floors := map[string]string{}
+	for _, f := range []string{"hello", "deps"} {
+		exe := filepath.Join(work, "floor-"+f)
+		if err := vmtest.BuildProgram(ctx, rig.Root, "./bench/statusvm/floor/"+f, exe); err != nil {
+			return err
+		}
+		floors["/usr/bin/floor-"+f] = exe
+	}
 	disks, err := vmtest.ScratchDisks(work, 2*arrays, 64<<20)
 	if err != nil {
 		return err
@@ -97,6 +108,7 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 		args = append(args, "-costs")
 	}
 	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
+	maps.Copy(files, floors)
 	if trace {
 		args = append(args, "-strace")
 		if err := addStrace(files); err != nil {
@@ -272,6 +284,8 @@ func runGuest(n int, out string, trace, profile, costs bool) error {
 		{label: "mdctl status, GOMAXPROCS=1", args: []string{"env", "GOMAXPROCS=1", "mdctl", "status"}},
 		{label: "mdadm --version (start-up only)", args: []string{"mdadm", "--version"}},
 		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
+		{label: "floor: mdctl's dependencies", args: []string{"floor-deps"}},
+		{label: "floor: Go hello world", args: []string{"floor-hello"}},
 	}
 	for _, j := range jobs {
 		if _, err := measure(j.args[0], j.args[1:]...); err != nil {
