@@ -385,7 +385,9 @@ func of(dev, array string) string {
 }
 
 // stopPartitions lists the kernel's partitions of the array: the entries
-// of block/NAME with a partition attribute.
+// of block/NAME with a partition attribute. (blockdev.Partitions lists
+// class/block/NAME, the same directory on a real sysfs; stop reads the
+// array's holders and partitions under block/, as a capture has them.)
 func (m *Manager) stopPartitions(name string) ([]string, error) {
 	ents, err := os.ReadDir(m.fs.Path("block", name))
 	if err != nil {
@@ -403,7 +405,7 @@ func (m *Manager) stopPartitions(name string) ([]string, error) {
 // holderName names a holder: its kernel name, and for a device-mapper
 // device its dm name ("dm-0 (vg-root)"), escaped.
 func (m *Manager) holderName(h string) string {
-	b, err := os.ReadFile(m.fs.Path("block", h, "dm", "name"))
+	b, err := sysfs.ReadFile(m.fs.Path("block", h, "dm", "name"))
 	if n := strings.TrimSpace(string(b)); err == nil && n != "" {
 		return escape.Text(h) + " (" + escape.Text(n) + ")"
 	}
@@ -412,7 +414,7 @@ func (m *Manager) holderName(h string) string {
 
 // readDevNum reads a sysfs dev attribute ("9:127").
 func readDevNum(p string) (sysfs.DevNum, error) {
-	b, err := os.ReadFile(p)
+	b, err := sysfs.ReadFile(p)
 	if err != nil {
 		return sysfs.DevNum{}, err
 	}
