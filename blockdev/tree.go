@@ -69,7 +69,7 @@ func LogicalBlockSize(fsys sysfs.FS, name string) (int64, error) {
 
 // readBlockSize reads a queue/logical_block_size attribute at path.
 func readBlockSize(path string) (int64, error) {
-	b, err := os.ReadFile(path)
+	b, err := sysfs.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("blockdev: reading the logical block size: %w", err)
 	}
