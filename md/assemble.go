@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
@@ -319,15 +320,19 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 	return res, err
 }
 
-// checkFree refuses a device someone holds: the kernel's holders, then
-// an O_EXCL open, which also deletes its kernel partitions (mdadm does
-// both before adding a disk).
+// checkFree refuses a device someone holds (the kernel's holders), and
+// one whose holders cannot be read: a fact that cannot be established.
+// The O_EXCL open that follows (deletePartitions) is the kernel's own
+// answer; mdadm makes both checks before adding a disk.
 func (m *Manager) checkFree(o *offered) error {
 	ents, err := os.ReadDir(m.fs.Path("class", "block", o.kname, "holders"))
-	if err == nil && len(ents) > 0 {
+	if err != nil {
+		return refuse(incrementalOp, "", o.path, fmt.Errorf("%w: cannot tell whether %s is held: %w", errUnknownFact, o.kname, err))
+	}
+	if len(ents) > 0 {
 		var holders []string
 		for _, e := range ents {
-			holders = append(holders, e.Name())
+			holders = append(holders, escape.Text(e.Name()))
 		}
 		sort.Strings(holders)
 		return refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s is held by %s", ErrInUse, o.kname, strings.Join(holders, ", ")))

@@ -276,3 +276,22 @@ func TestProbeCacheForgetsWhenTheKernelWrites(t *testing.T) {
 	c.Check(opens, qt.Equals, 2)
 	c.Check(m.probes, qt.IsNil, qt.Commentf("withProbes changed the Manager it copied"))
 }
+
+// TestIncrementalRefusesUnreadableHolders: a device whose holders cannot
+// be read may be held: that is refused, with nothing called and no map
+// file written.
+func TestIncrementalRefusesUnreadableHolders(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	dir, err := filepath.EvalSymlinks(m.fs.Path("class", "block", "vda", "holders"))
+	c.Assert(err, qt.IsNil)
+	c.Assert(os.RemoveAll(dir), qt.IsNil)
+	_, err = m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(err, qt.ErrorIs, fs.ErrNotExist)
+	c.Check(err, qt.ErrorMatches, `.*cannot tell whether vda is held.*`)
+	c.Check(f.calls, qt.HasLen, 0)
+	_, err = os.Stat(filepath.Join(m.mapDir, "map"))
+	c.Check(errors.Is(err, fs.ErrNotExist), qt.IsTrue)
+}
