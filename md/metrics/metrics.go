@@ -30,7 +30,12 @@
 //	mdraid_collect_errors                              metrics of this scrape that could not be built
 //
 // slot is the slot number, or "none" for spares and unslotted faulty
-// members.
+// members. mdraid_member_state gives the kernel's flags as read: a
+// "faulty" beside "in_sync" or "spare" is a member with bad blocks not
+// yet recorded, not a failed one (sysfs.MemberState.Failed), so an alert
+// on failed members reads
+//
+//	mdraid_member_state{state="faulty"} unless on(device, member) (mdraid_member_state{state=~"in_sync|spare"})
 //
 // # Mismatches and checks
 //
