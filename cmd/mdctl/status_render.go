@@ -183,6 +183,7 @@ func renderArray(w io.Writer, a *md.Array) {
 	var table strings.Builder
 	tw = tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	denied := false
+	var unrecorded []string // members showing faulty with bad blocks not yet recorded
 	fmt.Fprintln(tw, "  SLOT\tSTATE\tDEVICE\tBY-PATH\tFLAGS\tEVENTS")
 	row := func(slot, state string, m *md.Member) {
 		if m == nil {
@@ -197,6 +198,9 @@ func renderArray(w io.Writer, a *md.Array) {
 			}
 		}
 		flags := short(m.Flags.String())
+		if m.Flags.Has(sysfs.FlagFaulty) && !m.Flags.Failed() {
+			unrecorded = append(unrecorded, esc(m.Path))
+		}
 		switch {
 		case permissionDenied(m.Error) && !strings.Contains(m.Error, "; "):
 			denied = true // one hint below the table, not one per row
@@ -231,6 +235,9 @@ func renderArray(w io.Writer, a *md.Array) {
 		if line != "" {
 			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 		}
+	}
+	if len(unrecorded) > 0 {
+		fmt.Fprintf(w, "  hint: %s shows faulty beside in_sync or spare: the kernel has bad blocks for it not yet recorded in its bad-block log; that is not a failure\n", strings.Join(unrecorded, ", "))
 	}
 	if denied {
 		fmt.Fprintln(w, "  hint: the members' superblocks (events, names, roles) can only be read as root: run mdctl status as root for them")

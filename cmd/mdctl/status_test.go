@@ -14,6 +14,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/mdadmtext"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // runCLI is mdctl with the exit code first.
@@ -289,4 +290,21 @@ func TestStatusGarbageAttributes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestStatusTextUnrecordedBadBlocks: a member that shows "faulty" beside
+// "in_sync" (bad blocks not yet recorded) gets one hint that it has not
+// failed; a failed member gets none.
+func TestStatusTextUnrecordedBadBlocks(t *testing.T) {
+	c := qt.New(t)
+	r := &md.Report{Arrays: []md.Array{{Device: "md0", Path: "/dev/md0", UUID: "u", RaidDisks: 2, Availability: md.Online, Slots: []md.Slot{
+		{Slot: 0, State: md.SlotActive, Member: &md.Member{Device: "vda", Path: "/dev/vda", Flags: sysfs.ParseMemberState("faulty,in_sync,blocked")}},
+		{Slot: 1, State: md.SlotFaulty, Member: &md.Member{Device: "vdb", Path: "/dev/vdb", Flags: sysfs.ParseMemberState("faulty")}},
+	}}}}
+	var b strings.Builder
+	c.Assert(renderText(&b, r), qt.IsNil)
+	out := b.String()
+	c.Check(strings.Count(out, "hint: "), qt.Equals, 1)
+	c.Check(out, qt.Contains, "hint: /dev/vda shows faulty beside in_sync or spare")
+	c.Check(out, qt.Not(qt.Contains), "hint: /dev/vdb")
 }
