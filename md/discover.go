@@ -215,6 +215,9 @@ type memberSnap struct {
 	sb    *superblock.Superblock
 	// badSysfs lists the member's attributes that did not parse.
 	badSysfs []string
+	// unread names the member's state and slot when they could not be
+	// read (or did not parse): a decision about the member refuses.
+	unread []string
 }
 
 // note records a failed read, except the absence of an attribute the
@@ -414,6 +417,9 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 
 	st, err := mem.State()
 	note("state", err)
+	if err != nil {
+		ms.unread = append(ms.unread, "state")
+	}
 	ms.state = st
 	ms.Flags = append(ms.Flags, st...)
 	if slot, err := mem.Slot(); err == nil {
@@ -422,6 +428,7 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 		}
 	} else {
 		note("slot", err)
+		ms.unread = append(ms.unread, "slot")
 	}
 	ms.ReadErrors, err = mem.Errors()
 	note("errors", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -91,6 +92,15 @@ func memberOf(s *snapshot, name string) *memberSnap {
 	return nil
 }
 
+// unreadMember refuses a decision about a member whose state or slot
+// could not be read: a spare and an in-sync member would look alike.
+func unreadMember(ms *memberSnap) error {
+	if len(ms.unread) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: could not read the %s of %s (%s)", errUnknownFact, strings.Join(ms.unread, " and "), ms.Device, ms.Error)
+}
+
 // decideFail is the decision behind Fail: whether the member may be
 // marked faulty. It refuses when the array would not survive without it
 // (mdadm's enough() check; the kernel would answer EBUSY for the last
@@ -106,6 +116,17 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 	}
 	if ms.state.Failed() {
 		return ms, nil // already faulty: failing again is harmless
+	}
+	// Whether the array survives needs the member's own state and slot,
+	// and the array's level, slots and members.
+	if err := unreadMember(ms); err != nil {
+		return nil, err
+	}
+	if why := unreadFacts(s, "array_state", "level", "raid_disks", "layout", "members"); why != "" {
+		return nil, fmt.Errorf("%w: could not read %s", errUnknownFact, why)
+	}
+	if a.Availability == Unknown {
+		return nil, fmt.Errorf("%w: %s is in an unknown state (%q)", errUnknownFact, s.name, s.state)
 	}
 	if ms.Slot < 0 || !ms.state.Has(sysfs.FlagInSync) {
 		return ms, nil // a spare or a member being rebuilt holds no data yet
@@ -126,7 +147,9 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 // Fail marks a member faulty (SET_DISK_FAULTY), as a failing disk would.
 // member is a kernel name or a device path. It refuses, writing nothing,
 // when the array would not survive without the member ("md: refusing:
-// would fail the array: ..."); if the kernel refuses anyway (EBUSY) the
+// would fail the array: ..."), and when that cannot be told: the
+// member's state or slot, or the array's state, level, layout, slots or
+// members could not be read. If the kernel refuses anyway (EBUSY) the
 // refusal also matches unix.EBUSY. Every refusal is a
 // *RefusedError matching ErrRefused. Failing a faulty member again does
 // nothing (and leaves change's Write empty). change, at most one, asks
@@ -173,7 +196,13 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 	if ms == nil {
 		return nil, fmt.Errorf("%w: %s is not in %s", errNoMember, name, s.name)
 	}
-	if ms.state.Failed() || ms.Slot < 0 {
+	if ms.state.Failed() {
+		return ms, nil
+	}
+	if err := unreadMember(ms); err != nil {
+		return nil, err
+	}
+	if ms.Slot < 0 {
 		return ms, nil
 	}
 	return nil, fmt.Errorf("%w: %s is %s in slot %d of %s", errMemberActive, name, ms.state, ms.Slot, s.name)
@@ -183,7 +212,8 @@ func decideRemove(s *snapshot, name string) (*memberSnap, error) {
 // (HOT_REMOVE_DISK), retrying EBUSY a few times as mdadm does. On an
 // array that is not running (ENODEV) it writes "remove" to the member's
 // sysfs state instead. A member that still holds a slot (in sync or
-// rebuilding) is refused; the kernel's EBUSY (a rebuild running) is returned
+// rebuilding) is refused, and so is one whose state or slot cannot be
+// read; the kernel's EBUSY (a rebuild running) is returned
 // wrapped, matching unix.EBUSY. Both are refusals: *RefusedError,
 // matching ErrRefused. change, at most one, asks for a dry run and tells
 // what was written (see Change).
@@ -236,6 +266,9 @@ func (m *Manager) Remove(ctx context.Context, array, member string, change ...*C
 // not running, and its members' superblocks must cover enough slots for
 // its level.
 func decideRun(s *snapshot) error {
+	if why := unreadFacts(s, "array_state", "level", "raid_disks", "layout", "members"); why != "" {
+		return fmt.Errorf("%w: could not read %s", errUnknownFact, why)
+	}
 	a := build(s, "/dev")
 	if a.Availability != Inactive {
 		return fmt.Errorf("%w: %s is %s", errArrayRunning, s.name, a.Availability)
@@ -268,7 +301,8 @@ func countTrue(v []bool) int {
 // short of members): it writes array_state=read-auto, so the array
 // starts auto-read-only and turns read-write at its first write; no
 // resync or recovery runs before that. It refuses an array that is
-// already running and one whose members cannot serve the data, each with
+// already running, one whose members cannot serve the data, and one
+// whose state, level, layout, slots or members cannot be read, each with
 // a *RefusedError matching ErrRefused whose message says which. change,
 // at most one, asks for a dry run and tells what was written (see
 // Change).

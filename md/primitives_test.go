@@ -185,3 +185,59 @@ func TestFailMemberWithBadBlocks(t *testing.T) {
 	c.Assert(r.m.Fail(ctx, "md0", "vdb"), qt.IsNil)
 	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetFaulty(md0, 254:16)"})
 }
+
+// TestPrimitivesRefuseUnreadFacts: Fail, Remove and Run decide from the
+// member's state and slot and the array's state; when one of them cannot
+// be read (a read error, or a value that does not parse) they refuse and
+// call nothing. Without the member's state a spare and an in-sync member
+// look alike: failing "a spare" of a degraded raid5 would break it.
+func TestPrimitivesRefuseUnreadFacts(t *testing.T) {
+	ctx := context.Background()
+	unreadable := func(t *testing.T, r *replaceRig, elem ...string) {
+		t.Helper()
+		p := r.k.attr(r.name, elem...)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(p, 0o755); err != nil { // reading it fails: EISDIR
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		fixture string
+		edit    func(t *testing.T, r *replaceRig)
+		call    func(m *Manager, array string) error
+	}{
+		{"fail, the member's state unreadable", "raid5-degraded",
+			func(t *testing.T, r *replaceRig) { unreadable(t, r, "dev-vda", "state") },
+			func(m *Manager, array string) error { return m.Fail(ctx, array, "vda") }},
+		{"fail, the member's slot garbage", "raid5-degraded",
+			func(t *testing.T, r *replaceRig) { r.k.set(r.k.attr(r.name, "dev-vda", "slot"), "garbage") },
+			func(m *Manager, array string) error { return m.Fail(ctx, array, "vda") }},
+		{"fail, array_state unknown", "raid5-degraded",
+			func(t *testing.T, r *replaceRig) { r.k.set(r.k.attr(r.name, "array_state"), "bogus") },
+			func(m *Manager, array string) error { return m.Fail(ctx, array, "vda") }},
+		{"fail, raid_disks unreadable", "raid5-degraded",
+			func(t *testing.T, r *replaceRig) { unreadable(t, r, "raid_disks") },
+			func(m *Manager, array string) error { return m.Fail(ctx, array, "vda") }},
+		{"remove, a rebuilding member's slot garbage", "raid1-recovering",
+			func(t *testing.T, r *replaceRig) { r.k.set(r.k.attr(r.name, "dev-vdc", "slot"), "garbage") },
+			func(m *Manager, array string) error { return m.Remove(ctx, array, "vdc") }},
+		{"run, array_state unreadable", "raid5-inactive",
+			func(t *testing.T, r *replaceRig) { unreadable(t, r, "array_state") },
+			func(m *Manager, array string) error { return m.Run(ctx, array) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, tt.fixture)
+			tt.edit(t, r)
+			err := tt.call(r.m, r.name)
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Check(err, qt.ErrorIs, errUnknownFact)
+			c.Check(r.k.Calls(), qt.HasLen, 0)
+			t.Logf("refused: %v", err)
+		})
+	}
+}
