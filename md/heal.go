@@ -433,6 +433,9 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 		case Failed:
 			whole(OutcomeRefused, fmt.Errorf("%w: it has failed; a rebuild cannot restore it", errHealState))
 			continue
+		case Unknown:
+			whole(OutcomeRefused, fmt.Errorf("%w: its state (%q) is unknown: %w", errHealState, a.State, errUnknownFact))
+			continue
 		}
 		rec, ok := rs.find(a.UUID)
 		if !ok || a.UUID == "" {

@@ -117,6 +117,8 @@ func TestDecideHeal(t *testing.T) {
 			[]string{"md127 -1 refused"}, errHealState},
 		{"inactive array: never", report(withAvail(mirrorMissing(), Inactive)), mirror, port1,
 			[]string{"md127 -1 refused"}, errHealState},
+		{"unknown state: never", report(withState(withAvail(mirrorMissing(), Unknown), "bogus")), mirror, port1,
+			[]string{"md127 -1 refused"}, errUnknownFact},
 		{"two missing slots: one at a time", report(raid6Missing2()), recordsOf(t, raid6()),
 			map[string][]string{byPathOf(1): {"vdx"}, byPathOf(3): {"vdy"}},
 			[]string{"md127 1 try vdx", "md127 3 refused vdy"}, nil},

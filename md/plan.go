@@ -381,6 +381,9 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	switch {
 	case unreadFacts(s, "array_state", "degraded") != "":
 		pl.skip(checkRunning, "could not read "+unreadFacts(s, "array_state", "degraded"))
+	case a.Availability == Unknown:
+		// A word no kernel writes can hide a failed array.
+		pl.fail(checkRunning, errUnknownFact, "array is in an unknown state (%q)", a.State)
 	case a.Availability == Inactive:
 		pl.fail(checkRunning, errArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
 	case a.Availability == Failed:

@@ -153,6 +153,7 @@ func TestPlanReplace(t *testing.T) {
 		{name: "linear", fixture: "linear", want: errUnsupportedArray},
 		{name: "inactive", fixture: "raid5-inactive", want: errArrayInactive},
 		{name: "failed array", fixture: "raid5-degraded", edit: []func(*snapshot){failMember("vda")}, want: errArrayFailed},
+		{name: "failed array, state a word no kernel writes", fixture: "raid5-degraded", edit: []func(*snapshot){failMember("vda"), func(s *snapshot) { s.state = "bogus" }}, req: ReplaceRequest{Slot: slotp(3)}, want: errUnknownFact},
 		{name: "read-only", fixture: "raid1-degraded-missing", edit: []func(*snapshot){func(s *snapshot) { s.state = sysfs.StateReadonly }}, want: errArrayReadOnly},
 		{name: "healthy: no empty slot", fixture: "raid1-v1.2", want: ErrNoEmptySlot},
 		{name: "healthy raid5: no empty slot", fixture: "raid5", want: ErrNoEmptySlot},
