@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -227,15 +228,23 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 			if d.LogicalBlockSize != 0 && int64(d.LogicalBlockSize) != c.LogicalBlockSize {
 				c.unknown(&c.lbsErr, "logical block size", fmt.Errorf("sysfs says %d bytes, BLKSSZGET %d", d.LogicalBlockSize, c.LogicalBlockSize))
 			}
-			c.Partitions = m.partitions(d.Name)
-			c.IsArray, c.MemberOf = m.arrayRoles(d.Name, c.dev)
+			if c.Partitions, err = m.partitions(d.Name); err != nil {
+				c.unknown(&c.sysfsErr, "partitions", err)
+			}
+			if c.IsArray, c.MemberOf, err = m.arrayRoles(d.Name, c.dev); err != nil {
+				c.unknown(&c.sysfsErr, "array membership", err)
+			}
 			m.stackFacts(c, d.Name)
 			if id, err := blockdev.PathID(m.fs, d.Name); err == nil {
 				c.ByPath = id
 			}
 			for _, p := range c.Partitions {
-				if pd, err := blockdev.Lookup(m.fs, m.devRoot, p); err == nil {
+				pd, err := blockdev.Lookup(m.fs, m.devRoot, p)
+				switch {
+				case err == nil:
 					devs = append(devs, pd.Dev)
+				case !errors.Is(err, fs.ErrNotExist): // gone since listed: nothing to mount
+					c.unknown(&c.sysfsErr, "partition "+p, err)
 				}
 			}
 		}
@@ -372,19 +381,16 @@ func spanArea(off, n int64) span {
 	return span{start, end - start}
 }
 
-// partitions lists the kernel's partitions of disk name; none when they
-// cannot be listed (the disk is then refused on the facts that could not
-// be read beside it).
-func (m *Manager) partitions(name string) []string {
-	ps, _ := blockdev.Partitions(m.fs, name)
-	return ps
+// partitions lists the kernel's partitions of disk name; an error when
+// they cannot be listed (a fact the planner then refuses on).
+func (m *Manager) partitions(name string) ([]string, error) {
+	return blockdev.Partitions(m.fs, name)
 }
 
 // arrayRoles reports whether the device is an md array, and which arrays
-// it is bound to as a member; nothing when the arrays cannot be listed.
-func (m *Manager) arrayRoles(name string, dev sysfs.DevNum) (isArray bool, memberOf []string) {
-	isArray, memberOf, _ = m.fs.ArrayRoles(name, dev)
-	return isArray, memberOf
+// it is bound to as a member; an error when that cannot be told.
+func (m *Manager) arrayRoles(name string, dev sysfs.DevNum) (isArray bool, memberOf []string, err error) {
+	return m.fs.ArrayRoles(name, dev)
 }
 
 // errRebuildFailed means the new member failed or left the array while

@@ -40,7 +40,10 @@ func (m *Manager) stackFacts(c *Candidate, name string) {
 		}
 	}
 	for _, l := range st.Below {
-		isArray, memberOf := m.arrayRoles(l.Name, l.Dev)
+		isArray, memberOf, err := m.arrayRoles(l.Name, l.Dev)
+		if err != nil {
+			c.unknown(&c.busyErr, "stacking", err)
+		}
 		switch {
 		case l.Array || isArray:
 			c.StackedOn = append(c.StackedOn, fmt.Sprintf("array %s (%s)", l.Name, l))
@@ -74,7 +77,11 @@ func (m *Manager) blockInUse(name string, dev sysfs.DevNum, holders []string) (s
 		why = append(why, "held by "+strings.Join(holders, ", "))
 	}
 	devs := []sysfs.DevNum{dev}
-	for _, p := range m.partitions(name) {
+	parts, err := m.partitions(name)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range parts {
 		pd, err := blockdev.Lookup(m.fs, m.devRoot, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // gone since listed

@@ -151,3 +151,19 @@ func TestExecuteChecksPort(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(bytes.Equal(after, before), qt.IsTrue)
 }
+
+// TestBlockInUseUnlistedPartitions: the partitions of the device below a
+// loop that cannot be listed are a fact not established, not "none": one
+// of them could be mounted.
+func TestBlockInUseUnlistedPartitions(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-failed")
+	stackTree(c, r.m.fs.Root())
+	c.Assert(os.WriteFile(r.m.ops.mountInfo, nil, 0o644), qt.IsNil)
+	why, err := r.m.blockInUse("vdy", sysfs.DevNum{Major: 254, Minor: 96}, nil)
+	c.Assert(err, qt.IsNil)
+	c.Check(why, qt.Equals, "")
+	c.Assert(os.Remove(r.m.fs.Path("class", "block", "vdy")), qt.IsNil)
+	_, err = r.m.blockInUse("vdy", sysfs.DevNum{Major: 254, Minor: 96}, nil)
+	c.Check(err, qt.ErrorIs, fs.ErrNotExist)
+}
