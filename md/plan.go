@@ -675,7 +675,7 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	resumeAdded := p.Resume.member()
 	switch {
 	case c.sysfsErr != nil:
-		pl.fail(checkNotMember, errUnknownFact, "cannot tell whether %s belongs to an array: it is not in sysfs (%v)", c.Path, c.sysfsErr)
+		pl.fail(checkNotMember, errUnknownFact, "cannot tell whether %s belongs to an array: sysfs did not tell (%v)", c.Path, c.sysfsErr)
 	case c.IsArray:
 		pl.fail(checkNotMember, errCandidateMember, "%s is an md array itself", c.Path)
 	case len(c.StackedOn) > 0:
@@ -709,7 +709,7 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	case len(inUse) > 0:
 		pl.fail(checkNotInUse, errCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
 	case c.sysfsErr != nil:
-		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is held or has partitions: it is not in sysfs (%v)", c.Path, c.sysfsErr)
+		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is held or has partitions: sysfs did not tell (%v)", c.Path, c.sysfsErr)
 	case c.busyErr != nil:
 		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
 	default:
