@@ -139,18 +139,27 @@ func removeFreeze(dir, key string) error {
 // lockHeld reports whether a live process holds the array lock of key,
 // without taking it and without creating anything: it asks for a shared
 // lock on the lock file, which fails only while someone holds the
-// exclusive one (in this process too, through another descriptor).
-func lockHeld(dir, key string) bool {
+// exclusive one (in this process too, through another descriptor). A
+// lock file that does not exist is not held; any other failure (no
+// permission, a symbolic link planted in its place) is an error: it
+// cannot be told.
+func lockHeld(dir, key string) (bool, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "replace-"+runKey(key)+".lock"), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // never locked, or gone: nobody holds it
+	}
 	if err != nil {
-		return false // never locked, or gone: nobody holds it
+		return false, fmt.Errorf("md: array lock: %w", err)
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		return errors.Is(err, unix.EWOULDBLOCK)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return true, nil
+		}
+		return false, fmt.Errorf("md: array lock %s: %w", f.Name(), err)
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
+	return false, nil
 }
 
 // staleFreeze returns the freeze record of the array with key when its
@@ -164,8 +173,8 @@ func (m *Manager) staleFreeze(key string, lockedByUs bool) *freezeRecord {
 	if err != nil || rec == nil {
 		return nil
 	}
-	if !lockedByUs && lockHeld(m.ops.runDir, key) {
-		return nil
+	if held, err := lockHeld(m.ops.runDir, key); !lockedByUs && (held || err != nil) {
+		return nil // a live replace, or no telling: not stale
 	}
 	return rec
 }
@@ -202,7 +211,12 @@ func (m *Manager) describeFreeze(a *Array) {
 	fz.ByReplace, fz.PID = true, rec.PID
 	t := rec.Time
 	fz.Since = &t
-	if lockHeld(m.ops.runDir, a.UUID) {
+	held, err := lockHeld(m.ops.runDir, a.UUID)
+	if err != nil {
+		fz.Hint = fmt.Sprintf("recovery was frozen by a replace (process %d); whether it still runs cannot be told (%v)", rec.PID, err)
+		return
+	}
+	if held {
 		fz.Hint = fmt.Sprintf("a replace (process %d) is running; it unfreezes recovery when done", rec.PID)
 		return
 	}
@@ -217,8 +231,11 @@ func (m *Manager) describeFreeze(a *Array) {
 // record. It returns what it did ("" for nothing); a live replace holding
 // the lock is left alone (nothing done, no error).
 func (m *Manager) thawStale(array, key string) (string, error) {
-	if rec, _ := readFreeze(m.ops.runDir, key); rec == nil || lockHeld(m.ops.runDir, key) {
+	if rec, _ := readFreeze(m.ops.runDir, key); rec == nil {
 		return "", nil
+	}
+	if held, err := lockHeld(m.ops.runDir, key); held || err != nil {
+		return "", nil // a live replace, or no telling: left alone
 	}
 	unlock, err := lockArray(m.ops.runDir, key)
 	if errors.Is(err, errLocked) {

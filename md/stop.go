@@ -369,8 +369,14 @@ func (m *Manager) stopFacts(name string, st Array) *stopFacts {
 	if key == "" {
 		key = name
 	}
-	if m.ops.runDir != "" && lockHeld(m.ops.runDir, key) {
-		f.lockDir = m.ops.runDir
+	if m.ops.runDir != "" {
+		held, err := lockHeld(m.ops.runDir, key)
+		if err != nil {
+			unknown("whether a replace runs", err)
+		}
+		if held {
+			f.lockDir = m.ops.runDir
+		}
 	}
 	return f
 }

@@ -356,6 +356,21 @@ func TestStopRefusals(t *testing.T) {
 			t.Cleanup(unlock)
 		},
 		want: errStopLocked, says: "a replace or heal is running",
+	}, {
+		name: "whether a replace runs cannot be told",
+		prepare: func(t *testing.T, r *stopRig) {
+			st, err := r.m.Status(context.Background(), r.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A symbolic link where the lock file is: the open
+			// refuses to follow it (ELOOP).
+			p := filepath.Join(r.m.ops.runDir, "replace-"+runKey(st.UUID)+".lock")
+			if err := os.Symlink("/dev/null", p); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want: errStopUnknown, says: "whether a replace runs",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
