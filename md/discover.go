@@ -127,23 +127,46 @@ func (m *Manager) resolve(name string) (string, error) {
 	}
 	// A superblock name is chosen by whoever wrote the disk: two arrays
 	// can carry the same one, and then the name says nothing.
+	// An array with members whose identity cannot be read (no member's
+	// superblock, and for a UUID no UUID in sysfs either) may carry the
+	// name too: then a match is not unique.
 	short := strings.TrimPrefix(base, "md/")
+	byUUID := len(strings.NewReplacer("-", "", ":", "").Replace(base)) == 32
 	fsys := m.fs.WithCache()
-	var found []string
+	var found, unread []string
 	for _, a := range arrays {
 		st := m.status(fsys, a)
-		if st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) || sameUUID(st.UUID, base) {
+		switch {
+		case st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) || sameUUID(st.UUID, base):
 			found = append(found, a)
+		case identityUnread(&st, byUUID):
+			unread = append(unread, a)
 		}
 	}
-	switch len(found) {
-	case 0:
+	switch {
+	case len(found) == 0:
 		return "", fmt.Errorf("%w: %s", ErrNoArray, escape.Text(name))
-	case 1:
+	case len(found) == 1 && len(unread) == 0:
 		return found[0], nil
 	}
 	sort.Slice(found, func(i, j int) bool { return lessDevice(found[i], found[j]) })
-	return "", &ambiguousError{Name: name, Arrays: found}
+	sort.Slice(unread, func(i, j int) bool { return lessDevice(unread[i], unread[j]) })
+	return "", &ambiguousError{Name: name, Arrays: found, Unread: unread}
+}
+
+// identityUnread reports whether the array a has members but no name
+// could be read for it (none of their superblocks), or, when byUUID, no
+// UUID either. Arrays with external metadata (or none) carry no name of
+// the kind looked up and do not count.
+func identityUnread(a *Array, byUUID bool) bool {
+	if strings.HasPrefix(a.Metadata, "external:") || a.Metadata == "none" {
+		return false
+	}
+	if byUUID {
+		return a.UUID == "" && len(a.Members()) > 0
+	}
+	ms := a.Members()
+	return len(ms) > 0 && !slices.ContainsFunc(ms, func(m *Member) bool { return m.Events != nil })
 }
 
 // sameUUID reports whether the array UUID u (canonical form) is what the
@@ -163,11 +186,16 @@ var ErrAmbiguous = errors.New("md: array name is ambiguous")
 type ambiguousError struct {
 	Name   string   // the name asked for
 	Arrays []string // kernel names of the arrays that carry it, sorted
+	Unread []string // arrays whose names could not be read, sorted
 }
 
 // Error names the candidates; the name is escaped (it may come from a
 // disk).
 func (e *ambiguousError) Error() string {
+	if len(e.Unread) > 0 {
+		return fmt.Sprintf("%v: %q is the name of %s, and the name of %s cannot be read (no member's superblock could be); name the array by device (%s)",
+			ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Unread, " and "), strings.Join(e.Arrays, ", "))
+	}
 	return fmt.Sprintf("%v: %q is the name of %s; name the array by device (%s) or UUID",
 		ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Arrays, ", "))
 }

@@ -232,3 +232,31 @@ func TestHealHostileHomehost(t *testing.T) {
 	c.Check(ds[0].Err, qt.IsNil)
 	c.Check(ds[0].Device, qt.Equals, "vdc")
 }
+
+// TestResolveUnreadIdentity: an array with members none of whose
+// superblocks can be read may carry any name: a lookup by name that
+// matches one array is then refused as ambiguous, naming both; the kernel
+// name still resolves.
+func TestResolveUnreadIdentity(t *testing.T) {
+	c := qt.New(t)
+	m, _, dev := eightArrays(t)
+	md0, err := m.Status(context.Background(), "md0")
+	c.Assert(err, qt.IsNil)
+	got, err := m.resolve(md0.Name)
+	c.Assert(err, qt.IsNil)
+	c.Assert(got, qt.Equals, "md0")
+	for _, mem := range membersOf(t, m, "md4") {
+		c.Assert(os.Truncate(filepath.Join(dev, mem), 0), qt.IsNil)
+	}
+	_, err = m.resolve(md0.Name)
+	c.Check(err, qt.ErrorIs, ErrAmbiguous)
+	var ae *ambiguousError
+	if c.Check(err, qt.ErrorAs, &ae) {
+		c.Check(ae.Arrays, qt.DeepEquals, []string{"md0"})
+		c.Check(ae.Unread, qt.DeepEquals, []string{"md4"})
+	}
+	c.Check(err, qt.ErrorMatches, `.*the name of md4 cannot be read.*`)
+	got, err = m.resolve("md0")
+	c.Check(err, qt.IsNil)
+	c.Check(got, qt.Equals, "md0")
+}
