@@ -131,9 +131,12 @@ const incrementalOp = "incremental"
 // It never writes to the device: members are bound with ADD_NEW_DISK and
 // the kernel reads their superblocks. Refusals (no superblock, a device
 // in use, a superblock that disagrees with the array, a reshape,
-// clustered arrays, a member of a running array without Run) are
-// *RefusedError values matching ErrRefused, and nothing was changed. An
-// error after a change says what was changed in the result's Writes.
+// clustered arrays, a member of a running array without Run, and a fact
+// that cannot be established: whether the device is held, whether an
+// array of its UUID is already assembling, the superblocks of the
+// array's members) are *RefusedError values matching ErrRefused, and
+// nothing was changed. An error after a change says what was changed in
+// the result's Writes.
 func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*IncrementalResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -213,7 +216,11 @@ func (m *Manager) forgetProbes() {
 
 // probe reads the superblock mdadm would use from a device, with
 // O_DIRECT, and refuses one assembly cannot use. Within one assembly the
-// answer is remembered (probeCache).
+// answer is remembered (probeCache). A superblock that was read but
+// belongs to an array assembly cannot handle is returned beside its
+// error, which matches ErrUnsupported, so that the array's identity can
+// still be compared (assembling); every other error returns no
+// superblock.
 func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
 	c := m.probes
 	if c != nil {
@@ -259,12 +266,12 @@ func (m *Manager) probeNow(kname string) (*superblock.Superblock, error) {
 			}
 			switch bm.Version {
 			case superblock.BitmapMajorClustered:
-				return nil, fmt.Errorf("%w: a clustered array (start it with the cluster's resource agent)", ErrUnsupported)
+				return sbResult{sb, fmt.Errorf("%w: a clustered array (start it with the cluster's resource agent)", ErrUnsupported)}, nil
 			case superblock.BitmapMajorLockless:
-				return nil, fmt.Errorf("%w: a lockless bitmap (use mdadm)", ErrUnsupported)
+				return sbResult{sb, fmt.Errorf("%w: a lockless bitmap (use mdadm)", ErrUnsupported)}, nil
 			}
 		}
-		return sb, nil
+		return sbResult{sb: sb}, nil
 	})
 	if err != nil {
 		if errors.Is(err, superblock.ErrNoSuperblock) {
@@ -272,14 +279,17 @@ func (m *Manager) probeNow(kname string) (*superblock.Superblock, error) {
 		}
 		return nil, fmt.Errorf("md: %s: %w", kname, err)
 	}
-	sb := val.(*superblock.Superblock)
+	r := val.(sbResult)
+	sb := r.sb
 	switch {
+	case r.err != nil:
+		return sb, fmt.Errorf("md: %s: %w", kname, r.err)
 	case !sb.Level.Known() || sb.Level == superblock.LevelContainer || sb.Level == superblock.LevelFaulty:
-		return nil, fmt.Errorf("md: %s: %w: level %v", kname, ErrUnsupported, sb.Level)
+		return sb, fmt.Errorf("md: %s: %w: level %v", kname, ErrUnsupported, sb.Level)
 	case sb.RaidDisks == 0 || sb.RaidDisks > uint32(superblock.RoleMax):
 		return nil, fmt.Errorf("md: %s: %w: raid_disks %d", kname, ErrNotMember, sb.RaidDisks)
 	case sb.Reshaping():
-		return nil, fmt.Errorf("md: %s: %w: a reshape is in progress (assemble it with mdadm --assemble)", kname, ErrUnsupported)
+		return sb, fmt.Errorf("md: %s: %w: a reshape is in progress (assemble it with mdadm --assemble)", kname, ErrUnsupported)
 	case sb.Version == superblock.Version090 && sb.NotPersistent != 0:
 		return nil, fmt.Errorf("md: %s: %w: not persistent", kname, ErrNotMember)
 	}
@@ -299,7 +309,10 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 		return nil, fmt.Errorf("md: %w", err)
 	}
 	uuidText := mapfile.UUIDText(sb)
-	array, path := m.assembling(entries, sb, uuidText)
+	array, path, err := m.assembling(entries, sb, uuidText)
+	if err != nil {
+		return nil, refuse(incrementalOp, "", o.path, err)
+	}
 	if array == "" {
 		if err := m.checkFree(o); err != nil {
 			return nil, err
@@ -358,55 +371,110 @@ func (m *Manager) deletePartitions(res *IncrementalResult, o *offered) error {
 
 // assembling finds the array being assembled for sb's UUID: a live map
 // entry, else (no map, or an array assembled by a tool that keeps none)
-// an array whose members carry the UUID.
-func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock, uuidText string) (array, path string) {
+// an array whose members carry the UUID. An array is told by the first
+// of its members, in the kernel's order, whose superblock answers; a
+// member that carries no md superblock (ErrNotMember) tells nothing and
+// is passed over. What cannot be established is an error wrapping
+// errUnknownFact, never "no such array": the arrays or an array's
+// members cannot be listed, a map entry's array cannot be read (alive),
+// or no member of an array can be read, so that it may be this one.
+// Creating a second array of one UUID would let the two diverge.
+func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock, uuidText string) (array, path string, err error) {
 	for _, e := range entries {
-		if e.UUID == uuidText && m.alive(e.Dev) {
-			return e.Dev, e.Path
+		if e.UUID != uuidText {
+			continue
+		}
+		ok, err := m.alive(e.Dev)
+		if err != nil {
+			return "", "", fmt.Errorf("%w: cannot tell whether %s, the map's array of UUID %s, is assembling: %w", errUnknownFact, e.Dev, uuidText, err)
+		}
+		if ok {
+			return e.Dev, e.Path, nil
 		}
 	}
 	names, err := m.fs.Arrays()
 	if err != nil {
-		return "", ""
+		return "", "", fmt.Errorf("%w: cannot tell whether an array of UUID %s is assembling: listing the arrays: %w", errUnknownFact, uuidText, err)
 	}
 	for _, n := range names {
-		a, err := m.fs.Array(n)
+		same, err := m.isArray(n, sb)
 		if err != nil {
-			continue
+			return "", "", fmt.Errorf("%w: cannot tell whether %s is the array of UUID %s: %w", errUnknownFact, n, uuidText, err)
 		}
-		mems, err := a.MembersInKernelOrder()
-		if err != nil || len(mems) == 0 {
-			continue
-		}
-		msb, err := m.probe(mems[0].Name())
-		if err != nil || msb.SetUUID != sb.SetUUID {
+		if !same {
 			continue
 		}
 		p := "/dev/" + n
 		if e, ok := mapfile.Find(entries, n); ok {
 			p = e.Path
 		}
-		return n, p
+		return n, p, nil
 	}
-	return "", ""
+	return "", "", nil
+}
+
+// isArray reports whether array n is sb's array, by the first of its
+// members whose superblock answers (one assembly cannot use still names
+// its UUID). An array that vanished, has no members, or whose members
+// carry no md superblock is not; an error listing the members, or
+// members that all fail to read, is an error.
+func (m *Manager) isArray(n string, sb *superblock.Superblock) (bool, error) {
+	a, err := m.fs.Array(n)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // listed, then gone
+	}
+	if err != nil {
+		return false, err
+	}
+	mems, err := a.MembersInKernelOrder()
+	if err != nil {
+		return false, fmt.Errorf("listing its members: %w", err)
+	}
+	var unread []string
+	var first error
+	for _, mem := range mems {
+		msb, err := m.probe(mem.Name())
+		if msb != nil {
+			return msb.SetUUID == sb.SetUUID, nil
+		}
+		if errors.Is(err, ErrNotMember) {
+			continue
+		}
+		unread = append(unread, mem.Name())
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return false, fmt.Errorf("no member's superblock can be read (%s): %w", strings.Join(unread, ", "), first)
+	}
+	return false, nil
 }
 
 // alive reports whether md device name exists with members or a level,
-// as mdadm's map lookups require it to be in /proc/mdstat.
-func (m *Manager) alive(name string) bool {
+// as mdadm's map lookups require it to be in /proc/mdstat. A name that
+// is no array (gone, or not a name) is not alive; an error reading
+// array_state or the members is an error.
+func (m *Manager) alive(name string) (bool, error) {
 	a, err := m.fs.Array(name)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, err
 	}
 	st, err := a.State()
 	if err != nil {
-		return false
+		return false, err
 	}
 	if st != sysfs.StateClear {
-		return true
+		return true, nil
 	}
 	mems, err := a.Members()
-	return err == nil && len(mems) > 0
+	if err != nil {
+		return false, err
+	}
+	return len(mems) > 0, nil
 }
 
 // create makes a new array for o's superblock and binds o.
@@ -428,7 +496,12 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	if cname, err := linkName(name); err == nil && name != "" {
 		link = chooseLink(cname, local, func(c string) bool {
 			for _, e := range entries {
-				if e.Path == "/dev/md/"+c && m.alive(e.Dev) {
+				if e.Path != "/dev/md/"+c {
+					continue
+				}
+				// An array that cannot be read may be alive: its name
+				// is taken (MakeLink leaves an existing link alone).
+				if ok, err := m.alive(e.Dev); ok || err != nil {
 					return true
 				}
 			}
@@ -460,7 +533,12 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 		return undo(fmt.Errorf("md: adding %s to %s: %w", o.kname, array, err))
 	}
 	res.Writes = append(res.Writes, "ADD_NEW_DISK "+o.dev.String())
-	if s, err := m.memberSlot(array, o.kname); err == nil && s >= 0 {
+	// A member of an array that has not started has no slot; a kernel
+	// that gives one, or a slot that cannot be read, is not one this
+	// package knows how to assemble with.
+	if s, err := m.memberSlot(array, o.kname); err != nil {
+		return undo(fmt.Errorf("md: cannot tell whether the kernel gave %s a slot in %s before the array started: %w", o.kname, array, err))
+	} else if s >= 0 {
 		return undo(fmt.Errorf("md: the kernel gave %s slot %d before the array started; this kernel cannot assemble incrementally", o.kname, s))
 	}
 	if link != "" && m.makeLinks() {
@@ -515,7 +593,10 @@ func (m *Manager) memberSlot(array, kname string) (int, error) {
 }
 
 // members lists the members attached to array, with their superblocks,
-// in the kernel's order of the dev-* entries, which is mdadm's.
+// in the kernel's order of the dev-* entries, which is mdadm's. A member
+// that carries no md superblock (ErrNotMember) is left out; any other
+// error reading a member's superblock is an error: the members could
+// not be compared or counted.
 func (m *Manager) members(array string) ([]attached, error) {
 	a, err := m.fs.Array(array)
 	if err != nil {
@@ -528,8 +609,11 @@ func (m *Manager) members(array string) ([]attached, error) {
 	var out []attached
 	for _, mem := range mems {
 		sb, err := m.probe(mem.Name())
-		if err != nil {
+		if errors.Is(err, ErrNotMember) {
 			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("md: the superblock of %s, a member of %s, cannot be used: %w", mem.Name(), array, err)
 		}
 		out = append(out, attached{Name: mem.Name(), SB: sb})
 	}
@@ -550,7 +634,7 @@ func (m *Manager) join(res *IncrementalResult, o *offered, run bool) error {
 	running := st != sysfs.StateInactive && st != sysfs.StateClear
 	ms, err := m.members(array)
 	if err != nil {
-		return err
+		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: cannot compare %s with the members of %s: %w", errUnknownFact, o.kname, array, err))
 	}
 	if running && inSync(o.sb) && !run {
 		why := "its superblock says it is in sync"
@@ -641,7 +725,8 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	}
 	ms, err := m.members(array)
 	if err != nil {
-		return err
+		// After the member was bound: not a refusal, and not started.
+		return fmt.Errorf("md: %s was not started, as its members cannot be counted: %w", array, err)
 	}
 	c := countActive(ms)
 	res.Present, res.Expected = c.Active, c.Expected
@@ -720,6 +805,12 @@ type AssembleResult struct {
 	Added []*IncrementalResult
 	// Skipped lists the devices not added, with the reason.
 	Skipped []Skipped
+	// Failed is the device whose Incremental failed and stopped
+	// Assemble, with what was changed for it before it failed (its
+	// Writes), when that is Assemble's error; nil otherwise, and when
+	// the failure came before the device was looked at. It is not in
+	// Added.
+	Failed *IncrementalResult
 }
 
 // Skipped is a device Assemble did not add.
@@ -737,7 +828,9 @@ type Skipped struct {
 // arrays and does not stop at a stale member of a running array. With
 // Run, arrays that are enough but incomplete are then started read-auto.
 // Devices that carry no superblock, are in use, or are refused are
-// listed in Skipped; the error is for failures that stopped it.
+// listed in Skipped; the error is for failures that stopped it. What was
+// changed before such a failure is in the result: the Writes of each
+// device in Added, and of Failed.
 func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
 	m = m.withProbes()
 	res := &AssembleResult{}
@@ -777,6 +870,7 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 					}
 					continue
 				}
+				res.Failed = r // its Writes say what was changed
 				return res, err
 			}
 			res.Added = append(res.Added, r)

@@ -12,22 +12,32 @@ import (
 	"testing"
 
 	qt "github.com/frankban/quicktest"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// fakeAssembly records assembly's calls and changes nothing.
+// fakeAssembly records assembly's calls and changes nothing, unless
+// hook, which sees each call after it is recorded, does what the kernel
+// would; hook's error is the call's.
 type fakeAssembly struct {
 	mu    sync.Mutex
 	calls []string
+	hook  func(call string) error
 }
 
 func (f *fakeAssembly) rec(format string, args ...any) error {
+	call := fmt.Sprintf(format, args...)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+	f.calls = append(f.calls, call)
+	hook := f.hook
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(call)
+	}
 	return nil
 }
 
@@ -294,4 +304,372 @@ func TestIncrementalRefusesUnreadableHolders(t *testing.T) {
 	c.Check(f.calls, qt.HasLen, 0)
 	_, err = os.Stat(filepath.Join(m.mapDir, "map"))
 	c.Check(errors.Is(err, fs.ErrNotExist), qt.IsTrue)
+}
+
+// sysPath is the directory or file behind a path of m's sysfs capture.
+func sysPath(t *testing.T, m *Manager, elem ...string) string {
+	t.Helper()
+	p, err := filepath.EvalSymlinks(m.fs.Path(elem...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// unbind makes boot-mirror's vda a device md127 does not hold: its
+// dev-vda entry and its holder link are gone, and md127 runs on vdb.
+func unbind(t *testing.T, m *Manager) {
+	t.Helper()
+	if err := os.RemoveAll(sysPath(t, m, "block", "md127", "md", "dev-vda")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(m.fs.Path("class", "block", "vda", "holders", "md127")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unassemble makes boot-mirror a machine where md127 was never
+// assembled: it is gone from block/ and neither member is held.
+func unassemble(t *testing.T, m *Manager) {
+	t.Helper()
+	if err := os.Remove(m.fs.Path("block", "md127")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"vda", "vdb"} {
+		if err := os.Remove(m.fs.Path("class", "block", d, "holders", "md127")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// kernelAssembly is a fakeAssembly hook that makes in sysfs what the
+// kernel makes: NewArray an md device that is not running, AddDisk a
+// member entry for kname whose slot reads slot (no entry when slot is
+// empty).
+func kernelAssembly(t *testing.T, m *Manager, kname, slot string) func(string) error {
+	return func(call string) error {
+		f := strings.Fields(call)
+		switch f[0] {
+		case "NewArray":
+			dir := m.fs.Path("block", f[1], "md")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "array_state"), []byte("clear\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		case "AddDisk":
+			if slot == "" {
+				break
+			}
+			dir := m.fs.Path("block", f[1], "md", "dev-"+kname)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "slot"), []byte(slot), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+}
+
+// failOpen makes every read of kname fail with err, as a dying disk's.
+func failOpen(m *Manager, kname string, err error) {
+	open := m.open
+	m.open = func(name string) (device, error) {
+		if name == kname {
+			return nil, &fs.PathError{Op: "open", Path: "/dev/" + name, Err: err}
+		}
+		return open(name)
+	}
+}
+
+// addMember adds an entry for member kname to array's md directory.
+func addMember(t *testing.T, m *Manager, array, kname string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(sysPath(t, m, "block", array, "md"), "dev-"+kname), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blankImage makes kname's image a blank disk: no md superblock.
+func blankImage(t *testing.T, m *Manager, kname string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(m.devRoot, kname), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memberBefore adds to md127 a member entry that the kernel's order
+// (here the file system's) lists before dev-vdb, and returns its name.
+func memberBefore(t *testing.T, m *Manager) string {
+	t.Helper()
+	for ch := 'c'; ch <= 'z'; ch++ {
+		name := "vd" + string(ch)
+		addMember(t, m, "md127", name)
+		a, err := m.fs.Array("md127")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mems, err := a.MembersInKernelOrder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mems) > 1 && mems[0].Name() == name {
+			return name
+		}
+		if err := os.Remove(filepath.Join(sysPath(t, m, "block", "md127", "md"), "dev-"+name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Skip("this file system lists no dev-vd? entry before dev-vdb")
+	return ""
+}
+
+// checkUnchanged checks that the image of kname holds what it held
+// when it was called, and that no map file was written.
+func checkUnchanged(t *testing.T, m *Manager, kname string) func() {
+	t.Helper()
+	path := filepath.Join(m.devRoot, kname)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		after, err := os.ReadFile(path)
+		if err != nil || string(after) != string(before) {
+			t.Errorf("%s changed (%v)", path, err)
+		}
+		if _, err := os.Stat(filepath.Join(m.mapDir, "map")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a map file was written (%v)", err)
+		}
+	}
+}
+
+// TestIncrementalRefusesWhenNoMemberAnswers: the array of vda's UUID
+// runs on vdb, whose superblock cannot be read, so whether md127 is
+// vda's array cannot be told. That is a refusal with nothing called, not
+// "no such array" (which makes a second array of the same UUID).
+func TestIncrementalRefusesWhenNoMemberAnswers(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	failOpen(m, "vdb", unix.EIO)
+	unchanged := checkUnchanged(t, m, "vda")
+	for _, run := range []bool{false, true} {
+		_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: run})
+		c.Assert(err, qt.ErrorIs, ErrRefused)
+		c.Check(err, qt.ErrorIs, errUnknownFact)
+		c.Check(err, qt.ErrorIs, unix.EIO)
+		c.Check(err, qt.ErrorMatches, `.*cannot tell whether md127 is the array of UUID [0-9a-f:]+: no member's superblock can be read \(vdb\): .*input/output error`)
+	}
+	res, err := m.Assemble(context.Background(), AssembleRequest{Devices: []string{node}})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Added, qt.HasLen, 0)
+	c.Assert(res.Skipped, qt.HasLen, 1)
+	c.Check(res.Skipped[0].Reason, qt.ErrorIs, errUnknownFact)
+	c.Check(f.calls, qt.HasLen, 0)
+	unchanged()
+}
+
+// TestIncrementalRefusesWhenArraysCannotBeListed: with no array list,
+// whether an array of the UUID is assembling cannot be told: a refusal.
+func TestIncrementalRefusesWhenArraysCannotBeListed(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	blk := m.fs.Path("block")
+	c.Assert(os.RemoveAll(blk), qt.IsNil)
+	c.Assert(os.WriteFile(blk, nil, 0o644), qt.IsNil)
+	unchanged := checkUnchanged(t, m, "vda")
+	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(err, qt.ErrorMatches, `.*cannot tell whether an array of UUID [0-9a-f:]+ is assembling: listing the arrays: .*not a directory`)
+	c.Check(f.calls, qt.HasLen, 0)
+	unchanged()
+}
+
+// TestIncrementalRefusesUnreadableMapArray: the map names md127 for
+// vda's UUID, but md127's array_state cannot be read: whether it is
+// alive cannot be told, which is a refusal, not "dead".
+func TestIncrementalRefusesUnreadableMapArray(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	sb, err := m.probe("vda")
+	c.Assert(err, qt.IsNil)
+	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
+	c.Assert(err, qt.IsNil)
+	c.Assert(l.Update(mapfile.Entry{Dev: "md127", Metadata: metadataText(sb), UUID: mapfile.UUIDText(sb), Path: "/dev/md/boot"}), qt.IsNil)
+	c.Assert(l.Unlock(), qt.IsNil)
+	mapBefore, err := os.ReadFile(filepath.Join(m.mapDir, "map"))
+	c.Assert(err, qt.IsNil)
+	st := sysPath(t, m, "block", "md127", "md", "array_state")
+	c.Assert(os.Remove(st), qt.IsNil)
+	c.Assert(os.Mkdir(st, 0o755), qt.IsNil)
+	_, err = m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(err, qt.ErrorMatches, `.*cannot tell whether md127, the map's array of UUID [0-9a-f:]+, is assembling: .*array_state.*`)
+	c.Check(f.calls, qt.HasLen, 0)
+	mapAfter, err := os.ReadFile(filepath.Join(m.mapDir, "map"))
+	c.Assert(err, qt.IsNil)
+	c.Check(string(mapAfter), qt.Equals, string(mapBefore))
+}
+
+// TestIncrementalAsksEveryMember: md127's first member in the kernel's
+// order tells nothing (no md superblock, or unreadable); the next one,
+// vdb, says md127 is vda's array. Incremental joins it (and is refused
+// there: md127 runs), and never creates a second array of the UUID.
+func TestIncrementalAsksEveryMember(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, m *Manager, kname string)
+		want  error
+		match string
+	}{
+		{"not a member", blankImage, ErrLeftBehind, `.*not adding vda to md127, which is running.*`},
+		{"unreadable", func(_ *testing.T, m *Manager, kname string) { failOpen(m, kname, unix.EIO) }, errUnknownFact,
+			`.*cannot compare vda with the members of md127: md: the superblock of vd., a member of md127, cannot be used: .*input/output error`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			m, f, node := incrementalRig(t, "boot-mirror", "vda")
+			unbind(t, m)
+			tt.setup(t, m, memberBefore(t, m))
+			unchanged := checkUnchanged(t, m, "vda")
+			_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Check(err, qt.ErrorIs, tt.want)
+			c.Check(err, qt.ErrorMatches, tt.match)
+			c.Check(f.calls, qt.HasLen, 0)
+			unchanged()
+		})
+	}
+}
+
+// TestIncrementalRefusesUnreadableBoundMember: a member of md127 whose
+// superblock cannot be read cannot be compared: joining is refused with
+// nothing called. A member that carries no md superblock is no member to
+// compare, and joining goes ahead as before.
+func TestIncrementalRefusesUnreadableBoundMember(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	addMember(t, m, "md127", "vdz")
+	failOpen(m, "vdz", unix.EIO)
+	unchanged := checkUnchanged(t, m, "vda")
+	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, errUnknownFact)
+	c.Check(err, qt.ErrorIs, unix.EIO)
+	c.Check(err, qt.ErrorMatches, `.*cannot compare vda with the members of md127: md: the superblock of vdz, a member of md127, cannot be used: .*`)
+	c.Check(f.calls, qt.HasLen, 0)
+	unchanged()
+
+	m, f, node = incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	addMember(t, m, "md127", "vdz")
+	blankImage(t, m, "vdz")
+	res, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Array, qt.Equals, "md127")
+	c.Check(f.calls, qt.Contains, "AddDisk md127 254:0")
+}
+
+// TestIncrementalDoesNotStartUncountedArray: after vda is bound to the
+// new array, a member that cannot be read leaves the members uncounted:
+// the array is not started, and the error, which is no refusal, comes
+// with what was changed.
+func TestIncrementalDoesNotStartUncountedArray(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unassemble(t, m)
+	kernel := kernelAssembly(t, m, "vda", "none\n")
+	f.hook = func(call string) error {
+		if err := kernel(call); err != nil {
+			return err
+		}
+		if fs := strings.Fields(call); fs[0] == "AddDisk" {
+			addMember(t, m, fs[1], "vdz")
+		}
+		return nil
+	}
+	failOpen(m, "vdz", unix.EIO)
+	res, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.IsNotNil)
+	c.Check(errors.Is(err, ErrRefused), qt.IsFalse)
+	c.Check(err, qt.ErrorIs, unix.EIO)
+	c.Check(err, qt.ErrorMatches, `md: md\d+ was not started, as its members cannot be counted: .*vdz.*`)
+	c.Assert(res, qt.IsNotNil)
+	c.Check(res.Writes, qt.Contains, "ADD_NEW_DISK 254:0")
+	for _, call := range f.calls {
+		c.Check(strings.HasPrefix(call, "Start "), qt.IsFalse, qt.Commentf("%s", call))
+	}
+}
+
+// TestIncrementalUndoesOnUnknownSlot: a member of an array that has not
+// started has no slot. A slot, or one that cannot be read, stops the
+// new array again (undo) and says so; only "none" goes on.
+func TestIncrementalUndoesOnUnknownSlot(t *testing.T) {
+	for _, tt := range []struct {
+		name, slot string
+		match      string // "" when it goes on
+	}{
+		{"no slot", "none\n", ""},
+		{"a slot", "0\n", `md: the kernel gave vda slot 0 before the array started; this kernel cannot assemble incrementally`},
+		{"garbage", "garbage\n", `md: cannot tell whether the kernel gave vda a slot in md\d+ before the array started: .*garbage.*`},
+		{"no member entry", "", `md: cannot tell whether the kernel gave vda a slot in md\d+ before the array started: .*no such file or directory`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			m, f, node := incrementalRig(t, "boot-mirror", "vda")
+			unassemble(t, m)
+			f.hook = kernelAssembly(t, m, "vda", tt.slot)
+			res, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
+			c.Assert(res, qt.IsNotNil)
+			stop := "StopArray " + res.Array
+			if tt.match == "" {
+				c.Assert(err, qt.IsNil)
+				c.Check(res.Started, qt.Equals, StartUnsafe)
+				c.Check(f.calls, qt.Not(qt.Contains), stop)
+				return
+			}
+			c.Assert(err, qt.ErrorMatches, tt.match)
+			c.Check(errors.Is(err, ErrRefused), qt.IsFalse)
+			c.Check(f.calls[len(f.calls)-1], qt.Equals, stop)
+			c.Check(f.calls, qt.Not(qt.Contains), "Start "+res.Array+" false")
+			c.Check(res.Writes[len(res.Writes)-1], qt.Equals, "STOP_ARRAY "+res.Array)
+			_, err = os.Stat(filepath.Join(m.mapDir, "map"))
+			c.Check(errors.Is(err, fs.ErrNotExist), qt.IsTrue)
+		})
+	}
+}
+
+// TestAssembleKeepsWritesOfFailedDevice: when vda's Incremental fails
+// after changes, Assemble returns them in Failed, so that its error can
+// say exactly what was changed.
+func TestAssembleKeepsWritesOfFailedDevice(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unassemble(t, m)
+	kernel := kernelAssembly(t, m, "vda", "none\n")
+	f.hook = func(call string) error {
+		if strings.HasPrefix(call, "AddDisk ") {
+			return unix.EIO
+		}
+		return kernel(call)
+	}
+	res, err := m.Assemble(context.Background(), AssembleRequest{Devices: []string{node}})
+	c.Assert(err, qt.ErrorIs, unix.EIO)
+	c.Check(errors.Is(err, ErrRefused), qt.IsFalse)
+	c.Assert(res, qt.IsNotNil)
+	c.Check(res.Added, qt.HasLen, 0)
+	c.Assert(res.Failed, qt.IsNotNil)
+	c.Check(res.Failed.Device, qt.Equals, "vda")
+	a := res.Failed.Array
+	c.Check(res.Failed.Writes, qt.DeepEquals, []string{"new_array " + a, "SET_ARRAY_INFO 1.0", "STOP_ARRAY " + a})
 }

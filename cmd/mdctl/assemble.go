@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/alecthomas/kong"
 
@@ -41,11 +42,7 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 		}
 	}
 	if err != nil {
-		var last *md.IncrementalResult
-		if res != nil && len(res.Added) > 0 {
-			last = res.Added[len(res.Added)-1]
-		}
-		return assemblyError(err, last)
+		return assembleError(err, res)
 	}
 	refused := 0
 	for _, s := range res.Skipped {
@@ -78,4 +75,27 @@ enough members but not all wait, as under udev, unless --run starts them
 (read-auto).
 
 ` + exitHelp("assemble")
+}
+
+// assembleError maps an Assemble error to its exit code as assemblyError
+// does, with every change Assemble made before it stopped: the writes of
+// each device added and of the device that failed (res.Failed), each
+// named. 3 when anything was changed, else 2 for a refusal and 1.
+func assembleError(err error, res *md.AssembleResult) error {
+	var changed []string
+	if res != nil {
+		rs := res.Added
+		if res.Failed != nil {
+			rs = append(rs[:len(rs):len(rs)], res.Failed)
+		}
+		for _, r := range rs {
+			if len(r.Writes) > 0 {
+				changed = append(changed, escape.Text(r.Device+": "+strings.Join(r.Writes, ", ")))
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return assemblyError(err, nil)
+	}
+	return &exitError{code: exitPartial, msg: fmt.Sprintf("%v (changed: %s)", err, strings.Join(changed, "; "))}
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/md"
+)
+
+// TestAssembleErrorSaysWhatChanged: the error of an assembly that
+// stopped lists every change made, each device's by name, the failed
+// device's too; with none it is a failure (1), or for a refusal 2.
+func TestAssembleErrorSaysWhatChanged(t *testing.T) {
+	boom := errors.New("md: adding vda to md126: input/output error")
+	vdb := &md.IncrementalResult{Device: "vdb", Writes: []string{"new_array md127", "ADD_NEW_DISK 254:16"}}
+	vda := &md.IncrementalResult{Device: "vda", Writes: []string{"new_array md126", "SET_ARRAY_INFO 1.2", "STOP_ARRAY md126"}}
+	for _, tt := range []struct {
+		name string
+		err  error
+		res  *md.AssembleResult
+		code int
+		msg  string
+	}{
+		{"failed device only", boom, &md.AssembleResult{Failed: vda}, exitPartial,
+			boom.Error() + " (changed: vda: new_array md126, SET_ARRAY_INFO 1.2, STOP_ARRAY md126)"},
+		{"added and failed", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: vda}, exitPartial,
+			boom.Error() + " (changed: vdb: new_array md127, ADD_NEW_DISK 254:16; vda: new_array md126, SET_ARRAY_INFO 1.2, STOP_ARRAY md126)"},
+		{"nothing changed for the failed device", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: &md.IncrementalResult{Device: "vda"}}, exitPartial,
+			boom.Error() + " (changed: vdb: new_array md127, ADD_NEW_DISK 254:16)"},
+		{"nothing changed", boom, &md.AssembleResult{Failed: &md.IncrementalResult{Device: "vda"}}, exitFailure, boom.Error()},
+		{"no result", boom, nil, exitFailure, boom.Error()},
+		{"refused", fmt.Errorf("%w: locked", md.ErrRefused), &md.AssembleResult{}, exitRefused, "md: refused: locked"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			var ee *exitError
+			c.Assert(errors.As(assembleError(tt.err, tt.res), &ee), qt.IsTrue)
+			c.Check(ee.code, qt.Equals, tt.code)
+			c.Check(ee.msg, qt.Equals, tt.msg)
+		})
+	}
+}
