@@ -16,7 +16,9 @@ import (
 // Errors of the executor.
 var (
 	// ErrPlanChanged means the array or the candidate changed between
-	// planning and execution; nothing was written.
+	// planning and execution; nothing was written to the candidate. A
+	// faulty member the plan removes first may have been removed by then:
+	// the ExecError says so, and its NothingChanged is false.
 	ErrPlanChanged = errors.New("md: the array or the disk changed since the plan was made")
 	// errReadBack means what was read back after writing the new
 	// superblock differs from what was written.
@@ -473,7 +475,7 @@ func (x *execution) failed(k StepKind, err error) error {
 	case StepUnfreeze:
 		e.State = fmt.Sprintf("%s holds slot %d but recovery is still frozen: write idle to /sys/block/%s/md/sync_action.%s", p.Candidate.Device, p.Slot, p.Array, removed)
 	case StepVerify:
-		e.State = "every step ran, but the array does not look as planned; check mdctl status."
+		e.State = fmt.Sprintf("every step ran (%s carries a spare superblock of %s, dev_number %d; it was added and pinned to slot %d, and recovery unfrozen).%s But the array does not look as planned; check mdctl status.", disk, p.Array, p.DevNumber, p.Slot, removed)
 	}
 	if p.adopted != nil {
 		// The array was frozen before this run started (by an interrupted

@@ -214,6 +214,9 @@ func TestExecuteReplaceVerifyFails(t *testing.T) {
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepVerify)
+	// What was changed is said.
+	c.Check(ee.State, qt.Matches, `every step ran \(.*vdz.* carries a spare superblock of md0, dev_number \d+; it was added and pinned to slot 1, and recovery unfrozen\)\. But .*`)
+	c.Check(ee.NothingChanged, qt.IsFalse)
 }
 
 // TestExecuteReplaceConcurrent: two replaces of one array at once, each

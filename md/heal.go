@@ -328,7 +328,7 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 	m.fill(ctx, cfg.filler, d, cfg.dryRun)
 	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
 		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) {
-		return // nothing written: the next pass decides afresh
+		return // nothing written to the disk (a faulty member removed first changes the array's shape): the next pass decides afresh
 	}
 	d.Reason += "; not retried until the disk or the array changes"
 	cfg.failed[at] = failedAttempt{shape: shape, reason: d.Reason, err: d.Err}
