@@ -43,4 +43,13 @@ l "devices/virtual/block/md1/md/dev-other/block" "../../../../../pci0000:00/0000
 	c.Assert(err, qt.IsNil)
 	_, _, err = empty.ArrayRoles("vdb", DevNum{Major: 254, Minor: 16})
 	c.Check(err, qt.ErrorIs, fs.ErrNotExist)
+
+	// An array whose device number does not parse: the answer could be
+	// wrong (it may be the device), so an error.
+	bad := newTree(c, memberTree+`l "block/md1" "../devices/virtual/block/md1"
+f "devices/virtual/block/md1/dev" "garbage\n"
+d "devices/virtual/block/md1/md"
+`)
+	_, _, err = bad.ArrayRoles("vdq", DevNum{Major: 254, Minor: 99})
+	c.Check(err, qt.ErrorMatches, `sysfs: the device number of md1: .*`)
 }
