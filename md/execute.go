@@ -83,10 +83,14 @@ type StepTiming struct {
 //  2. re-reads the array and the candidate and plans again, failing with
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
 //     differs;
-//  3. removes the faulty member, retrying EBUSY a few times as mdadm does;
-//  4. freezes recovery if sync_action reads idle;
-//  5. writes the new member's superblock (and bitmap), synced and read
-//     back;
+//  3. freezes recovery if sync_action reads idle;
+//  4. writes the new member's superblock (and bitmap), synced and read
+//     back, after a last blank check on the exclusive descriptor that
+//     writes;
+//  5. removes the faulty member, retrying EBUSY a few times as mdadm
+//     does (after the write, so that a refusal by that check leaves the
+//     array as it was; before the add, so that the new member never
+//     shares the array with the old one);
 //  6. adds the disk as a spare with ADD_NEW_DISK;
 //  7. for a hot replace, marks the old member want_replacement;
 //  8. pins the new member to the target slot through dev-NEW/slot;
@@ -436,8 +440,12 @@ func (x *execution) failed(k StepKind, err error) error {
 	}
 	switch k {
 	case StepRemove:
-		e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.%s", p.Remove.Device, p.Array, unfreeze())
-		e.NothingChanged = true
+		if wrote {
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added; %s is still bound to %s. Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, p.Remove.Device, p.Array, check, unfreeze())
+		} else {
+			e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.%s", p.Remove.Device, p.Array, unfreeze())
+			e.NothingChanged = !x.froze
+		}
 	case StepFreeze:
 		e.State = "nothing was written."
 		e.NothingChanged = removed == ""

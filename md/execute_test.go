@@ -37,9 +37,9 @@ func TestExecuteReplaceSequence(t *testing.T) {
 	}{
 		{fixture: "raid1-failed", req: ReplaceRequest{Member: "vdb"}, want: func(p *Plan) []string {
 			return []string{
-				"HotRemove(md0, 254:16)",
 				"SetSyncAction(md0, frozen)",
 				writeCall(p),
+				"HotRemove(md0, 254:16)",
 				"AddNewDisk(md0, 0:0)",
 				"SetSlot(md0, vdz, 1)",
 				"SetSyncAction(md0, idle)",
@@ -164,7 +164,7 @@ func TestExecuteReplaceAddFails(t *testing.T) {
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepAdd)
-	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepRemove, StepFreeze, StepWriteSuperblock})
+	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepWriteSuperblock, StepRemove})
 	c.Check(ee.State, qt.Contains, "Run the same replace again")
 	c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
 	calls := r.k.Calls()
@@ -278,9 +278,14 @@ func TestExecuteReplaceRemovesPulledMember(t *testing.T) {
 	danglingMember(t, r, "vdb")
 	res, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
 	c.Assert(err, qt.IsNil)
-	calls := r.k.Calls()
-	c.Assert(len(calls) > 0, qt.IsTrue)
-	c.Check(calls[0], qt.Equals, "WriteState(md0, vdb, remove)")
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{
+		"SetSyncAction(md0, frozen)",
+		writeCall(res.Plan),
+		"WriteState(md0, vdb, remove)",
+		"AddNewDisk(md0, 0:0)",
+		"SetSlot(md0, vdz, 1)",
+		"SetSyncAction(md0, idle)",
+	})
 	c.Check(res.Slot, qt.Equals, 1)
 }
 
@@ -380,9 +385,9 @@ func TestWriteDeviceNothingWritten(t *testing.T) {
 
 // TestWriteFailureAdvice (issue 10 item 8): when the write step fails
 // before writing (the path now names another disk, or O_EXCL got EBUSY),
-// the message says that nothing was written there, says what was changed
-// (the remove step may have run), never advises wiping that disk, and
-// NothingChanged is set only when nothing stays changed.
+// the message says that nothing was written there, that nothing else was
+// changed (the faulty member is removed only after the write), never
+// advises wiping that disk, and NothingChanged is set.
 func TestWriteFailureAdvice(t *testing.T) {
 	changed := &notWrittenError{fmt.Errorf("%w: /dev/vdz is now device 8:0, the plan was made for 253:32", ErrPlanChanged)}
 	busy := &notWrittenError{&os.PathError{Op: "open", Path: "/dev/vdz", Err: unix.EBUSY}}
@@ -395,10 +400,10 @@ func TestWriteFailureAdvice(t *testing.T) {
 		wantState      string
 		nothingChanged bool
 	}{
-		{name: "path re-pointed after the remove", fixture: "raid1-failed", member: "vdb", err: changed, is: ErrPlanChanged,
-			wantState: `nothing was written to .*/vdz\. vdb was removed from md0\. Recovery was unfrozen\.`},
-		{name: "EBUSY after the remove", fixture: "raid1-failed", member: "vdb", err: busy, is: unix.EBUSY,
-			wantState: `nothing was written to .*/vdz\. vdb was removed from md0\. Recovery was unfrozen\.`},
+		{name: "path re-pointed, faulty member named", fixture: "raid1-failed", member: "vdb", err: changed, is: ErrPlanChanged,
+			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
+		{name: "EBUSY, faulty member named", fixture: "raid1-failed", member: "vdb", err: busy, is: unix.EBUSY,
+			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
 		{name: "EBUSY, nothing removed", fixture: "raid1-degraded-missing", err: busy, is: unix.EBUSY,
 			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
 	}
@@ -418,6 +423,9 @@ func TestWriteFailureAdvice(t *testing.T) {
 			c.Check(ee.State, qt.Not(qt.Contains), "Wipe")
 			c.Check(ee.State, qt.Not(qt.Contains), "partial")
 			c.Check(ee.NothingChanged, qt.Equals, tt.nothingChanged)
+			for _, call := range r.k.Calls() {
+				c.Check(strings.HasPrefix(call, "HotRemove") || strings.HasPrefix(call, "WriteState"), qt.IsFalse, qt.Commentf("%s", call))
+			}
 		})
 	}
 }
@@ -438,7 +446,8 @@ func TestWritePartialAdvice(t *testing.T) {
 
 // TestExecuteFinalBlankCheck (item 10): a file system made between the
 // plan (and the executor's re-plan) and the write is found by the check
-// on the descriptor that writes, and is not overwritten.
+// on the descriptor that writes, and is not overwritten; the faulty
+// member the plan removes is still bound (it leaves after the write).
 func TestExecuteFinalBlankCheck(t *testing.T) {
 	c := qt.New(t)
 	r, path := replaceOn(t, "raid1-failed")
@@ -457,12 +466,17 @@ func TestExecuteFinalBlankCheck(t *testing.T) {
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepWriteSuperblock)
 	c.Check(ee.State, qt.Contains, "nothing was written to "+path)
-	c.Check(ee.State, qt.Contains, "vdb")
+	c.Check(ee.State, qt.Contains, "Nothing else was changed")
 	c.Check(ee.State, qt.Not(qt.Contains), "zero-superblock")
+	c.Check(ee.NothingChanged, qt.IsTrue)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
-	for _, call := range r.k.Calls() {
-		c.Check(strings.HasPrefix(call, "AddNewDisk"), qt.IsFalse)
-	}
+	// The faulty member stays: the refusal leaves the array as it was.
+	// (WriteDevice is the call whose check refused.)
+	calls := r.k.Calls()
+	c.Assert(calls, qt.HasLen, 3)
+	c.Check(calls[0], qt.Equals, "SetSyncAction(md0, frozen)")
+	c.Check(calls[1], qt.Matches, `WriteDevice\(vdz, .*`)
+	c.Check(calls[2], qt.Equals, "SetSyncAction(md0, idle)")
 }
 
 // TestExecuteReplaceVerifyBadBlocks: the new member meets a bad sector as
@@ -483,4 +497,75 @@ func TestExecuteReplaceVerifyBadBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExecuteRemoveFailsAfterWrite: the faulty member is removed after
+// the new superblock is written, so a removal that fails leaves a disk
+// that carries it: the message says so and that the member is still
+// bound, recovery is unfrozen, and the same replace run again resumes on
+// that superblock, removing the member first. The member may have a
+// device number (HOT_REMOVE_DISK) or be pulled (removed through sysfs).
+func TestExecuteRemoveFailsAfterWrite(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		pulled bool
+		call   string
+	}{
+		{name: "hot remove", call: "HotRemove"},
+		{name: "pulled member", pulled: true, call: "WriteState"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, "raid1-failed")
+			if tt.pulled {
+				danglingMember(t, r, "vdb")
+			}
+			r.k.fail = map[string]error{tt.call: unix.EINVAL}
+			req := ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true}
+			p1, err := r.m.PlanReplace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			_, err = r.m.ExecuteReplace(context.Background(), p1)
+			c.Assert(err, qt.ErrorIs, unix.EINVAL)
+			var ee *ExecError
+			c.Assert(errors.As(err, &ee), qt.IsTrue)
+			c.Check(ee.Step, qt.Equals, StepRemove)
+			c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepWriteSuperblock})
+			c.Check(ee.State, qt.Matches, `.*/vdz.* carries a spare superblock of md0 \(dev_number \d+\) but was not added; vdb is still bound to md0\. Run the same replace again to resume;.* Recovery was unfrozen\.`)
+			c.Check(ee.NothingChanged, qt.IsFalse)
+			_, serr := os.Stat(r.m.fs.Path("block", r.name, "md", "dev-vdb"))
+			c.Check(serr, qt.IsNil, qt.Commentf("vdb is no longer bound"))
+
+			r.k.fail = nil
+			r.k.calls = nil
+			res, err := r.m.Replace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
+			c.Check(res.Plan.DeviceUUID, qt.Equals, p1.DeviceUUID)
+			c.Check(res.Plan.DevNumber, qt.Equals, p1.DevNumber)
+			c.Assert(res.Plan.Remove, qt.Not(qt.IsNil))
+			c.Check(res.Plan.Remove.Device, qt.Equals, "vdb")
+			c.Check(steps(res.Plan), qt.DeepEquals, stepsRemove)
+		})
+	}
+}
+
+// TestRemovingExcusesOnlyTheFailedNamedMember: the number of the failed
+// member a cold replace removes does not count as used when it cannot be
+// read (it leaves before the add), in the first run and in a rerun that
+// finds the superblock the first one wrote while that member is still
+// bound; any other member's does.
+func TestRemovingExcusesOnlyTheFailedNamedMember(t *testing.T) {
+	c := qt.New(t)
+	r, _ := replaceOn(t, "raid1-failed")
+	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil) // pulled: no number read
+	f := r.facts(t, "vdb")
+	c.Check(f.removing(), qt.Equals, "vdb")
+	used, known := usedDevNumbers(f.s, f.removing())
+	c.Check(known, qt.IsTrue)
+	c.Check(used[1], qt.IsFalse, qt.Commentf("the faulty role at vdb's number counts although vdb leaves first"))
+	used, _ = usedDevNumbers(f.s, "")
+	c.Check(used[1], qt.IsTrue)
+
+	c.Check(r.facts(t, "vda").removing(), qt.Equals, "", qt.Commentf("vda has not failed"))
+	c.Check(r.facts(t, "").removing(), qt.Equals, "")
 }

@@ -824,8 +824,22 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 	} else if got.DevFlags != 0 || got.DataOffset != src.sb.DataOffset {
 		return false
 	}
-	used, _ := usedDevNumbers(f.s, "")
+	used, _ := usedDevNumbers(f.s, f.removing())
 	return !used[n]
+}
+
+// removing names the member a cold replace removes: the named member,
+// when it is bound and has failed. An interrupted run may have written
+// the new superblock before it removed that member (the removal comes
+// after the write), so the number chosen then, which did not count that
+// member's unreadable number as used, must not count it now either.
+func (f arrayFacts) removing() string {
+	for _, ms := range f.s.members {
+		if f.member != "" && ms.Device == f.member && ms.state.Failed() {
+			return ms.Device
+		}
+	}
+	return ""
 }
 
 // usedDevNumbers returns the descriptor numbers of the bound members:
@@ -834,8 +848,8 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 // When a bound member's superblock cannot be read its number is unknown,
 // and known is false: the kernel would refuse a number it holds (EBUSY),
 // but only after the new superblock was written.
-// A member named removing leaves before the new one is added, so its
-// number does not need to be known. A faulty member whose disk is gone
+// A member named removing leaves before the new one is added (after its
+// superblock is written), so its number does not need to be known. A faulty member whose disk is gone
 // (pulled, so its superblock cannot be read) holds one of the numbers
 // that the in-sync members' 1.x superblocks mark faulty (0xfffe): the
 // kernel writes that role at a faulty member's number. All those numbers
@@ -1117,15 +1131,21 @@ func planSteps(p *Plan) {
 	add := func(k StepKind, format string, args ...any) {
 		p.Steps = append(p.Steps, Step{Kind: k, Detail: fmt.Sprintf(format, args...)})
 	}
-	if p.Remove != nil {
-		add(StepRemove, "remove faulty %s (%s) from %s", p.Remove.Device, p.Remove.DevNum, p.Array)
-	}
 	p.freeze = p.actionSeen == sysfs.ActionIdle
 	if p.freeze {
 		add(StepFreeze, "freeze recovery (sync_action frozen)")
 	}
+	// The faulty member leaves after the write: a refusal by the final
+	// blank check (on the descriptor that writes) then leaves the array
+	// as it was. It leaves before the add, so that the new member never
+	// shares the array with it (its descriptor number may be reused).
 	if !p.Resume.member() {
 		add(StepWriteSuperblock, "write a spare superblock (dev_number %d) on %s", p.DevNumber, p.Candidate.Path)
+	}
+	if p.Remove != nil {
+		add(StepRemove, "remove faulty %s (%s) from %s", p.Remove.Device, p.Remove.DevNum, p.Array)
+	}
+	if !p.Resume.member() {
 		add(StepAdd, "add %s to %s as a spare (ADD_NEW_DISK)", p.Candidate.Path, p.Array)
 	}
 	if p.Hot {

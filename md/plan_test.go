@@ -112,7 +112,7 @@ func steps(p *Plan) []StepKind {
 
 var (
 	stepsPlain  = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
-	stepsRemove = append([]StepKind{StepRemove}, stepsPlain...)
+	stepsRemove = []StepKind{StepFreeze, StepWriteSuperblock, StepRemove, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
 	stepsHot    = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepWantReplacement, StepSetSlot, StepUnfreeze, StepVerify}
 )
 
@@ -142,7 +142,7 @@ func TestPlanReplace(t *testing.T) {
 		{name: "1.0 boot mirror failed", fixture: "boot-mirror", edit: []func(*snapshot){failMember("vdb")}, slot: 1, steps: stepsPlain},
 		{name: "1.1 failed in slot 0", fixture: "raid1-v1.1", edit: []func(*snapshot){failMember("vda")}, slot: 0, steps: stepsPlain},
 		{name: "bitmap array", fixture: "raid1-bitmap", edit: []func(*snapshot){setAction(sysfs.ActionIdle), dropMember("vdb")}, slot: 1, steps: stepsPlain},
-		{name: "faulty member still slotted is removed first", fixture: "raid1-v1.2", edit: []func(*snapshot){failInSlot("vdb"), setAction(sysfs.ActionIdle)}, slot: 1, steps: stepsRemove, remove: "vdb"},
+		{name: "faulty member still slotted is removed", fixture: "raid1-v1.2", edit: []func(*snapshot){failInSlot("vdb"), setAction(sysfs.ActionIdle)}, slot: 1, steps: stepsRemove, remove: "vdb"},
 		{name: "raid10 two empty slots, one named", fixture: "raid10", edit: []func(*snapshot){dropMember("vdb"), dropMember("vdd")}, req: ReplaceRequest{Slot: slotp(3)}, slot: 3, steps: stepsPlain},
 		{name: "hot replace", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true}, slot: 1, steps: stepsHot},
 		{name: "hot replace of a member with bad blocks not yet recorded", fixture: "raid1-v1.2", edit: []func(*snapshot){badBlocks("vdb")}, member: "vdb", req: ReplaceRequest{Hot: true}, slot: 1, steps: stepsHot},

@@ -82,8 +82,8 @@ func TestReplaceCLIRefusals(t *testing.T) {
 // without a "(nothing was written)" it cannot know.
 func TestReplaceErrorExitCodes(t *testing.T) {
 	c := qt.New(t)
-	changed := &md.ExecError{Array: "md0", Step: md.StepWriteSuperblock, Done: []md.StepKind{md.StepRemove, md.StepFreeze},
-		State: "nothing was written to /dev/vdz. vdb was removed from md0. Recovery was unfrozen.", Err: fmt.Errorf("%w: moved", md.ErrPlanChanged)}
+	changed := &md.ExecError{Array: "md0", Step: md.StepAdd, Done: []md.StepKind{md.StepFreeze, md.StepWriteSuperblock, md.StepRemove},
+		State: "/dev/vdz carries a spare superblock of md0 (dev_number 2) but was not added. vdb was removed from md0. Run the same replace again to resume. Recovery was unfrozen.", Err: fmt.Errorf("%w: moved", md.ErrPlanChanged)}
 	var xe *exitError
 	c.Assert(errors.As(replaceError(changed), &xe), qt.IsTrue)
 	c.Check(xe.code, qt.Equals, exitPartial)
