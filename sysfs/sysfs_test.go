@@ -576,6 +576,9 @@ func TestMemberStateFailed(t *testing.T) {
 		"spare":                            false,
 		"":                                 false,
 	} {
-		qt.Check(t, ParseMemberState(s).Failed(), qt.Equals, want, qt.Commentf("%q", s))
+		st := ParseMemberState(s)
+		qt.Check(t, st.Failed(), qt.Equals, want, qt.Commentf("%q", s))
+		pending := strings.Contains(s, "faulty") && !want
+		qt.Check(t, st.BadBlocksPending(), qt.Equals, pending, qt.Commentf("%q", s))
 	}
 }

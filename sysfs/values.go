@@ -499,6 +499,14 @@ func (s MemberState) Failed() bool {
 	return s.Has(FlagFaulty) && !s.Has(FlagInSync) && !s.Has(FlagSpare)
 }
 
+// BadBlocksPending reports whether the list shows "faulty" for a member
+// that has not failed (see [MemberState.Failed]): it has bad blocks not
+// yet recorded in its bad-block log, and the kernel shows "faulty" until
+// they are.
+func (s MemberState) BadBlocksPending() bool {
+	return s.Has(FlagFaulty) && !s.Failed()
+}
+
 // Unknown returns the flags that are not [MemberFlag.Known].
 func (s MemberState) Unknown() []MemberFlag {
 	var out []MemberFlag

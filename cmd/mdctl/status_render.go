@@ -198,7 +198,7 @@ func renderArray(w io.Writer, a *md.Array) {
 			}
 		}
 		flags := short(m.Flags.String())
-		if m.Flags.Has(sysfs.FlagFaulty) && !m.Flags.Failed() {
+		if m.Flags.BadBlocksPending() {
 			unrecorded = append(unrecorded, esc(m.Path))
 		}
 		switch {

@@ -167,7 +167,7 @@ func parseNotifiedState(b []byte, bufLen int) (sysfs.MemberState, bool) {
 	if len(st) == 0 || len(st.Unknown()) > 0 {
 		return nil, false
 	}
-	if st.Has(sysfs.FlagFaulty) && !st.Failed() {
+	if st.BadBlocksPending() {
 		// "faulty" beside in_sync or spare: unacknowledged bad blocks
 		// on a member that has not failed (see sysfs.MemberState.Failed), which the
 		// kernel notifies when it records them and not when md writes
