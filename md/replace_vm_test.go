@@ -1121,3 +1121,59 @@ func TestVMReplaceRefuses4Kn(t *testing.T) {
 	c.Check(strings.TrimSpace(guest.Run(c, "cat", "/sys/block/"+md+"/queue/logical_block_size")), qt.Equals, "512")
 	guest.Mdadm(c, "--stop", "/dev/"+md)
 }
+
+// TestVMReplaceFinalBlankCheckKeepsFaultyMember: a file system signature
+// that appears on the candidate after the executor's re-plan (here, right
+// after the freeze) is found by the last blank check, on the exclusive
+// descriptor that would write. The refusal leaves everything as it was:
+// the candidate byte-identical, the failed member still bound and faulty
+// (it is removed only after the write), the in-sync member's superblock
+// at the same event count, and recovery unfrozen.
+func TestVMReplaceFinalBlankCheckKeepsFaultyMember(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 3)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/lastcheck", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	m := vmManager(t)
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+	cand := disks[2]
+	fillDisk(c, cand, 0x5a)
+	var before diskState
+	var events uint64
+	m.ops.afterStep = func(k StepKind) error {
+		if k != StepFreeze {
+			return nil
+		}
+		// mkfs finishes now.
+		f, err := os.OpenFile(cand.Path, os.O_WRONLY|unix.O_DIRECT, 0)
+		c.Assert(err, qt.IsNil)
+		buf := alignedBuf(4096, 4096)
+		for i := range buf {
+			buf[i] = 0x5a
+		}
+		copy(buf, "XFSB")
+		_, err = f.WriteAt(buf, 0)
+		c.Assert(err, qt.IsNil)
+		c.Assert(f.Close(), qt.IsNil)
+		before = readDiskState(c, cand)
+		events = superblock12(c, disks[0].Path).Events
+		return nil
+	}
+	_, err := m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path, Member: disks[1].Name})
+	m.ops.afterStep = nil
+	t.Logf("replace: %v", err)
+	c.Assert(err, qt.ErrorIs, errHasSignature)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	var xe *ExecError
+	c.Assert(errors.As(err, &xe), qt.IsTrue)
+	c.Check(xe.Step, qt.Equals, StepWriteSuperblock)
+	c.Check(xe.NothingChanged, qt.IsTrue)
+	c.Check(xe.State, qt.Contains, "Nothing else was changed")
+
+	c.Check(changedOutside(c, before, readDiskState(c, cand), nil), qt.HasLen, 0, qt.Commentf("the candidate changed"))
+	c.Check(guest.ReadAttr(c, md, "dev-"+disks[1].Name+"/state"), qt.Equals, "faulty")
+	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
+	c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+	c.Check(superblock12(c, disks[0].Path).Events, qt.Equals, events, qt.Commentf("the array's superblocks were written"))
+	guest.Mdadm(c, "--stop", "/dev/"+md)
+}
