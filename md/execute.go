@@ -84,17 +84,20 @@ type StepTiming struct {
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
 //     differs;
 //  3. freezes recovery if sync_action reads idle;
-//  4. writes the new member's superblock (and bitmap), synced and read
-//     back, after a last blank check on the exclusive descriptor that
-//     writes;
+//  4. claims the disk: opens it exclusively and with O_DIRECT, and
+//     checks through that descriptor that it is still the planned disk
+//     and blank (a refusal here leaves everything as it was);
 //  5. removes the faulty member, retrying EBUSY a few times as mdadm
-//     does (after the write, so that a refusal by that check leaves the
-//     array as it was; before the add, so that the new member never
-//     shares the array with the old one);
-//  6. adds the disk as a spare with ADD_NEW_DISK;
-//  7. for a hot replace, marks the old member want_replacement;
-//  8. pins the new member to the target slot through dev-NEW/slot;
-//  9. unfreezes, and checks that raid_disks is unchanged and that the
+//     does (only now, so that a refusal by that check removes nothing;
+//     before the write, so that the new member never shares the array
+//     with the old one);
+//  6. writes the new member's superblock (and bitmap) through the claim,
+//     synced and read back, and closes it;
+//  7. adds the disk as a spare with ADD_NEW_DISK (right after the
+//     close: closing a written disk makes udev probe it);
+//  8. for a hot replace, marks the old member want_replacement;
+//  9. pins the new member to the target slot through dev-NEW/slot;
+//  10. unfreezes, and checks that raid_disks is unchanged and that the
 //     new member holds the slot with recovery running or done.
 //
 // A failure after the first change is an *ExecError naming the step and
@@ -156,6 +159,7 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 	}
 
 	x := &execution{m: m, p: q, key: key}
+	defer x.release()
 	if q.adopted != nil {
 		// The freeze an interrupted run left is ours now.
 		x.froze, x.written = true, q.adopted.Written && q.adopted.CandDev == q.Candidate.DevNum
@@ -221,6 +225,17 @@ type execution struct {
 	// the interrupted one whose freeze it adopted).
 	key     string
 	written bool
+	// claim is the candidate held open exclusively from StepClaim to
+	// StepWriteSuperblock.
+	claim claimedDevice
+}
+
+// release closes a claim that was not written.
+func (x *execution) release() {
+	if x.claim != nil {
+		x.claim.Close()
+		x.claim = nil
+	}
 }
 
 // Retry policy for HOT_REMOVE_DISK's EBUSY. Before Linux 6.11 the kernel
@@ -240,8 +255,13 @@ func (x *execution) step(k StepKind) error {
 		if p.Remove.dev == (sysfs.DevNum{}) {
 			// The member's block device is gone (a pulled disk leaves a
 			// dangling block link), so there is no dev_t to name: remove
-			// it through its sysfs state, as mdadm falls back to.
-			return kern.WriteState(p.Array, p.Remove.Device, sysfs.CmdRemove)
+			// it through its sysfs state, as mdadm falls back to. If it
+			// has left since (udev ran mdadm -If), that is done.
+			err := kern.WriteState(p.Array, p.Remove.Device, sysfs.CmdRemove)
+			if err != nil && memberGone(x.m.fs, p.Array, p.Remove.Device) {
+				return nil
+			}
+			return err
 		}
 		return hotRemove(kern, x.m.fs, p.Array, p.Remove)
 	case StepFreeze:
@@ -267,7 +287,22 @@ func (x *execution) step(k StepKind) error {
 		}
 		x.froze = true
 		return nil
+	case StepClaim:
+		w := deviceWrite{Path: p.Candidate.Path, Dev: p.candDev, Size: p.Candidate.SizeBytes,
+			LBS: p.lbs, MaxLBS: p.arrayLBS, Regions: p.regions}
+		if p.Resume == ResumeWritten {
+			w.Own = regionArea(p.regions)
+		}
+		c, err := kern.ClaimDevice(w)
+		if err != nil {
+			return err
+		}
+		x.claim = c
+		return nil
 	case StepWriteSuperblock:
+		if x.claim == nil {
+			return &notWrittenError{fmt.Errorf("md: %s was not claimed before the write", p.Candidate.Path)}
+		}
 		if x.froze && !x.written {
 			x.written = true
 			if err := x.recordFreeze(); err != nil {
@@ -275,12 +310,9 @@ func (x *execution) step(k StepKind) error {
 			}
 		}
 		x.written = true
-		w := deviceWrite{Path: p.Candidate.Path, Dev: p.candDev, Size: p.Candidate.SizeBytes,
-			LBS: p.lbs, MaxLBS: p.arrayLBS, Regions: p.regions}
-		if p.Resume == ResumeWritten {
-			w.Own = regionArea(p.regions)
-		}
-		return kern.WriteDevice(w)
+		c := x.claim
+		x.claim = nil
+		return c.Write()
 	case StepAdd:
 		return kern.AddNewDisk(p.Array, p.candDev)
 	case StepWantReplacement:
@@ -410,6 +442,7 @@ func (x *execution) check() error {
 // failed turns a step's error into an *ExecError describing what is left,
 // unfreezing recovery first where that is safe.
 func (x *execution) failed(k StepKind, err error) error {
+	x.release() // before anything is unfrozen: nothing more is written
 	p := x.p
 	dev := p.Candidate.Path
 	e := &ExecError{Array: p.Array, Step: k, Done: append([]StepKind(nil), x.done...), Err: err}
@@ -439,20 +472,26 @@ func (x *execution) failed(k StepKind, err error) error {
 		check = fmt.Sprintf(" check that it is still device %s and", p.candDev)
 	}
 	switch k {
+	case StepClaim:
+		e.State = fmt.Sprintf("nothing was written to %s. Nothing else was changed.%s", dev, unfreeze())
+		e.NothingChanged = !x.froze
 	case StepRemove:
-		if wrote {
-			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added; %s is still bound to %s. Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, p.Remove.Device, p.Array, check, unfreeze())
-		} else {
-			e.State = fmt.Sprintf("nothing was written; %s is still bound to %s.%s", p.Remove.Device, p.Array, unfreeze())
+		switch {
+		case p.Resume == ResumePinned:
+			// An interrupted run added and pinned the disk; recovery
+			// stays frozen until the replace is run again.
+			e.State = fmt.Sprintf("nothing was written; %s is still bound to %s. %s holds slot %d (pinned by an interrupted replace) and recovery is left frozen; run the same replace again to finish, or remove %s and write idle to sync_action.", p.Remove.Device, p.Array, p.Candidate.Device, p.pinned, p.Candidate.Device)
+			e.NothingChanged = true
+		case p.Resume == ResumeAdded:
+			e.State = fmt.Sprintf("nothing was written; %s is still bound to %s. %s is a spare of %s without a slot (added by an interrupted replace); recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Remove.Device, p.Array, p.Candidate.Device, p.Array, p.Slot, p.Candidate.Device)
+			e.NothingChanged = true
+		default:
+			e.State = fmt.Sprintf("nothing was written to %s; %s is still bound to %s.%s", dev, p.Remove.Device, p.Array, unfreeze())
 			e.NothingChanged = !x.froze
 		}
 	case StepFreeze:
-		e.State = "nothing was written."
-		e.NothingChanged = removed == ""
-		if removed != "" {
-			e.State = "nothing was written, but" + strings.TrimSuffix(removed, ".") + "."
-		}
-		e.State += unfreeze()
+		e.State = "nothing was written." + unfreeze()
+		e.NothingChanged = !x.froze
 	case StepWriteSuperblock:
 		switch {
 		case wrote: // the fault hook ran after a complete write

@@ -38,8 +38,9 @@ func TestExecuteReplaceSequence(t *testing.T) {
 		{fixture: "raid1-failed", req: ReplaceRequest{Member: "vdb"}, want: func(p *Plan) []string {
 			return []string{
 				"SetSyncAction(md0, frozen)",
-				writeCall(p),
+				"ClaimDevice(vdz)",
 				"HotRemove(md0, 254:16)",
+				writeCall(p),
 				"AddNewDisk(md0, 0:0)",
 				"SetSlot(md0, vdz, 1)",
 				"SetSyncAction(md0, idle)",
@@ -48,6 +49,7 @@ func TestExecuteReplaceSequence(t *testing.T) {
 		{fixture: "raid1-degraded-missing", want: func(p *Plan) []string {
 			return []string{
 				"SetSyncAction(md0, frozen)",
+				"ClaimDevice(vdz)",
 				writeCall(p),
 				"AddNewDisk(md0, 0:0)",
 				"SetSlot(md0, vdz, 1)",
@@ -57,6 +59,7 @@ func TestExecuteReplaceSequence(t *testing.T) {
 		{fixture: "raid5-degraded", req: ReplaceRequest{Slot: slotp(3)}, want: func(p *Plan) []string {
 			return []string{
 				"SetSyncAction(md0, frozen)",
+				"ClaimDevice(vdz)",
 				writeCall(p),
 				"AddNewDisk(md0, 0:0)",
 				"SetSlot(md0, vdz, 3)",
@@ -66,6 +69,7 @@ func TestExecuteReplaceSequence(t *testing.T) {
 		{fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true, Member: "vdb"}, want: func(p *Plan) []string {
 			return []string{
 				"SetSyncAction(md0, frozen)",
+				"ClaimDevice(vdz)",
 				writeCall(p),
 				"AddNewDisk(md0, 0:0)",
 				"WriteState(md0, vdb, want_replacement)",
@@ -164,7 +168,7 @@ func TestExecuteReplaceAddFails(t *testing.T) {
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
 	c.Check(ee.Step, qt.Equals, StepAdd)
-	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepWriteSuperblock, StepRemove})
+	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepClaim, StepRemove, StepWriteSuperblock})
 	c.Check(ee.State, qt.Contains, "Run the same replace again")
 	c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
 	calls := r.k.Calls()
@@ -180,6 +184,7 @@ func TestExecuteReplaceAddFails(t *testing.T) {
 	c.Check(res.Plan.Remove, qt.IsNil) // vdb went in the first run
 	c.Check(r.k.Calls(), qt.DeepEquals, []string{
 		"SetSyncAction(md0, frozen)",
+		"ClaimDevice(vdz)",
 		writeCall(res.Plan),
 		"AddNewDisk(md0, 0:0)",
 		"SetSlot(md0, vdz, 1)",
@@ -280,8 +285,9 @@ func TestExecuteReplaceRemovesPulledMember(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(r.k.Calls(), qt.DeepEquals, []string{
 		"SetSyncAction(md0, frozen)",
-		writeCall(res.Plan),
+		"ClaimDevice(vdz)",
 		"WriteState(md0, vdb, remove)",
+		writeCall(res.Plan),
 		"AddNewDisk(md0, 0:0)",
 		"SetSlot(md0, vdz, 1)",
 		"SetSyncAction(md0, idle)",
@@ -383,49 +389,60 @@ func TestWriteDeviceNothingWritten(t *testing.T) {
 	c.Assert(nothingWritten(err), qt.IsTrue)
 }
 
-// TestWriteFailureAdvice (issue 10 item 8): when the write step fails
-// before writing (the path now names another disk, or O_EXCL got EBUSY),
-// the message says that nothing was written there, that nothing else was
-// changed (the faulty member is removed only after the write), never
-// advises wiping that disk, and NothingChanged is set.
+// TestWriteFailureAdvice (issue 10 item 8): when the claim or the write
+// fails before writing (the path now names another disk, O_EXCL got
+// EBUSY, the first read failed), the message says that nothing was
+// written there and what was changed (the faulty member leaves after the
+// claim, before the write), never advises wiping that disk, and
+// NothingChanged is set only when nothing stays changed.
 func TestWriteFailureAdvice(t *testing.T) {
 	changed := &notWrittenError{fmt.Errorf("%w: /dev/vdz is now device 8:0, the plan was made for 253:32", ErrPlanChanged)}
 	busy := &notWrittenError{&os.PathError{Op: "open", Path: "/dev/vdz", Err: unix.EBUSY}}
+	unread := &notWrittenError{fmt.Errorf("reading around md superblock 1.2: %w", unix.EIO)}
 	tests := []struct {
 		name           string
 		fixture        string
 		member         string
+		call           string
 		err            error
 		is             error
+		step           StepKind
 		wantState      string
 		nothingChanged bool
+		removed        bool
 	}{
-		{name: "path re-pointed, faulty member named", fixture: "raid1-failed", member: "vdb", err: changed, is: ErrPlanChanged,
+		{name: "path re-pointed, faulty member named", fixture: "raid1-failed", member: "vdb", call: "ClaimDevice", err: changed, is: ErrPlanChanged, step: StepClaim,
 			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
-		{name: "EBUSY, faulty member named", fixture: "raid1-failed", member: "vdb", err: busy, is: unix.EBUSY,
+		{name: "EBUSY, faulty member named", fixture: "raid1-failed", member: "vdb", call: "ClaimDevice", err: busy, is: unix.EBUSY, step: StepClaim,
 			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
-		{name: "EBUSY, nothing removed", fixture: "raid1-degraded-missing", err: busy, is: unix.EBUSY,
+		{name: "EBUSY, nothing to remove", fixture: "raid1-degraded-missing", call: "ClaimDevice", err: busy, is: unix.EBUSY, step: StepClaim,
 			wantState: `nothing was written to .*/vdz\. Nothing else was changed\. Recovery was unfrozen\.`, nothingChanged: true},
+		{name: "first read fails after the remove", fixture: "raid1-failed", member: "vdb", call: "WriteDevice", err: unread, is: unix.EIO, step: StepWriteSuperblock,
+			wantState: `nothing was written to .*/vdz\. vdb was removed from md0\. Recovery was unfrozen\.`, removed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := qt.New(t)
 			r, path := replaceOn(t, tt.fixture)
-			r.k.fail = map[string]error{"WriteDevice": tt.err}
+			before := readImage(t, path)
+			r.k.fail = map[string]error{tt.call: tt.err}
 			_, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: tt.member, AllowImageFile: true})
 			c.Assert(err, qt.ErrorIs, tt.is)
 			var ee *ExecError
 			c.Assert(errors.As(err, &ee), qt.IsTrue)
-			c.Check(ee.Step, qt.Equals, StepWriteSuperblock)
+			c.Check(ee.Step, qt.Equals, tt.step)
 			c.Check(ee.State, qt.Matches, tt.wantState)
 			c.Check(ee.State, qt.Not(qt.Contains), "zero-superblock")
 			c.Check(ee.State, qt.Not(qt.Contains), "wipe")
 			c.Check(ee.State, qt.Not(qt.Contains), "Wipe")
 			c.Check(ee.State, qt.Not(qt.Contains), "partial")
 			c.Check(ee.NothingChanged, qt.Equals, tt.nothingChanged)
+			c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
+			removed := false
 			for _, call := range r.k.Calls() {
-				c.Check(strings.HasPrefix(call, "HotRemove") || strings.HasPrefix(call, "WriteState"), qt.IsFalse, qt.Commentf("%s", call))
+				removed = removed || strings.HasPrefix(call, "HotRemove")
 			}
+			c.Check(removed, qt.Equals, tt.removed)
 		})
 	}
 }
@@ -447,7 +464,7 @@ func TestWritePartialAdvice(t *testing.T) {
 // TestExecuteFinalBlankCheck (item 10): a file system made between the
 // plan (and the executor's re-plan) and the write is found by the check
 // on the descriptor that writes, and is not overwritten; the faulty
-// member the plan removes is still bound (it leaves after the write).
+// member the plan removes is still bound (it leaves after that check).
 func TestExecuteFinalBlankCheck(t *testing.T) {
 	c := qt.New(t)
 	r, path := replaceOn(t, "raid1-failed")
@@ -464,19 +481,14 @@ func TestExecuteFinalBlankCheck(t *testing.T) {
 	c.Check(err, qt.ErrorIs, errHasSignature)
 	var ee *ExecError
 	c.Assert(errors.As(err, &ee), qt.IsTrue)
-	c.Check(ee.Step, qt.Equals, StepWriteSuperblock)
+	c.Check(ee.Step, qt.Equals, StepClaim)
 	c.Check(ee.State, qt.Contains, "nothing was written to "+path)
 	c.Check(ee.State, qt.Contains, "Nothing else was changed")
 	c.Check(ee.State, qt.Not(qt.Contains), "zero-superblock")
 	c.Check(ee.NothingChanged, qt.IsTrue)
 	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
 	// The faulty member stays: the refusal leaves the array as it was.
-	// (WriteDevice is the call whose check refused.)
-	calls := r.k.Calls()
-	c.Assert(calls, qt.HasLen, 3)
-	c.Check(calls[0], qt.Equals, "SetSyncAction(md0, frozen)")
-	c.Check(calls[1], qt.Matches, `WriteDevice\(vdz, .*`)
-	c.Check(calls[2], qt.Equals, "SetSyncAction(md0, idle)")
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, frozen)", "ClaimDevice(vdz)", "SetSyncAction(md0, idle)"})
 }
 
 // TestExecuteReplaceVerifyBadBlocks: the new member meets a bad sector as
@@ -499,13 +511,14 @@ func TestExecuteReplaceVerifyBadBlocks(t *testing.T) {
 	}
 }
 
-// TestExecuteRemoveFailsAfterWrite: the faulty member is removed after
-// the new superblock is written, so a removal that fails leaves a disk
-// that carries it: the message says so and that the member is still
-// bound, recovery is unfrozen, and the same replace run again resumes on
-// that superblock, removing the member first. The member may have a
-// device number (HOT_REMOVE_DISK) or be pulled (removed through sysfs).
-func TestExecuteRemoveFailsAfterWrite(t *testing.T) {
+// TestExecuteRemoveFails: the faulty member is removed once the
+// candidate is claimed and found blank, before anything is written. A
+// removal that fails therefore leaves nothing written: the message says
+// so and that the member is still bound, the claim is released and
+// recovery unfrozen, the candidate is byte-identical, and the same
+// replace run again starts afresh. The member may have a device number
+// (HOT_REMOVE_DISK) or be pulled (removed through sysfs).
+func TestExecuteRemoveFails(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		pulled bool
@@ -520,52 +533,74 @@ func TestExecuteRemoveFailsAfterWrite(t *testing.T) {
 			if tt.pulled {
 				danglingMember(t, r, "vdb")
 			}
+			before := readImage(t, path)
 			r.k.fail = map[string]error{tt.call: unix.EINVAL}
 			req := ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true}
-			p1, err := r.m.PlanReplace(context.Background(), req)
-			c.Assert(err, qt.IsNil)
-			_, err = r.m.ExecuteReplace(context.Background(), p1)
+			_, err := r.m.Replace(context.Background(), req)
 			c.Assert(err, qt.ErrorIs, unix.EINVAL)
 			var ee *ExecError
 			c.Assert(errors.As(err, &ee), qt.IsTrue)
 			c.Check(ee.Step, qt.Equals, StepRemove)
-			c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepWriteSuperblock})
-			c.Check(ee.State, qt.Matches, `.*/vdz.* carries a spare superblock of md0 \(dev_number \d+\) but was not added; vdb is still bound to md0\. Run the same replace again to resume;.* Recovery was unfrozen\.`)
-			c.Check(ee.NothingChanged, qt.IsFalse)
+			c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepClaim})
+			c.Check(ee.State, qt.Matches, `nothing was written to .*/vdz; vdb is still bound to md0\. Recovery was unfrozen\.`)
+			c.Check(ee.NothingChanged, qt.IsTrue)
+			c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("the candidate changed"))
 			_, serr := os.Stat(r.m.fs.Path("block", r.name, "md", "dev-vdb"))
 			c.Check(serr, qt.IsNil, qt.Commentf("vdb is no longer bound"))
-
+			// The claim was released: the candidate can be opened
+			// exclusively again (an image has no O_EXCL; the rerun
+			// below claims it once more either way).
 			r.k.fail = nil
 			r.k.calls = nil
 			res, err := r.m.Replace(context.Background(), req)
 			c.Assert(err, qt.IsNil)
-			c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
-			c.Check(res.Plan.DeviceUUID, qt.Equals, p1.DeviceUUID)
-			c.Check(res.Plan.DevNumber, qt.Equals, p1.DevNumber)
+			c.Check(res.Plan.Resume, qt.Equals, ResumeNone)
 			c.Assert(res.Plan.Remove, qt.Not(qt.IsNil))
-			c.Check(res.Plan.Remove.Device, qt.Equals, "vdb")
 			c.Check(steps(res.Plan), qt.DeepEquals, stepsRemove)
 		})
 	}
 }
 
-// TestRemovingExcusesOnlyTheFailedNamedMember: the number of the failed
-// member a cold replace removes does not count as used when it cannot be
-// read (it leaves before the add), in the first run and in a rerun that
-// finds the superblock the first one wrote while that member is still
-// bound; any other member's does.
-func TestRemovingExcusesOnlyTheFailedNamedMember(t *testing.T) {
+// TestExecuteRemoveFindsMemberGone: a pulled member that leaves on its
+// own between the plan and its removal (udev ran mdadm -If) counts as
+// removed: its sysfs state cannot be written, but its directory is gone.
+func TestExecuteRemoveFindsMemberGone(t *testing.T) {
 	c := qt.New(t)
-	r, _ := replaceOn(t, "raid1-failed")
-	c.Assert(os.Remove(filepath.Join(r.dev, "vdb")), qt.IsNil) // pulled: no number read
-	f := r.facts(t, "vdb")
-	c.Check(f.removing(), qt.Equals, "vdb")
-	used, known := usedDevNumbers(f.s, f.removing())
-	c.Check(known, qt.IsTrue)
-	c.Check(used[1], qt.IsFalse, qt.Commentf("the faulty role at vdb's number counts although vdb leaves first"))
-	used, _ = usedDevNumbers(f.s, "")
-	c.Check(used[1], qt.IsTrue)
+	r, path := replaceOn(t, "raid1-failed")
+	danglingMember(t, r, "vdb")
+	r.m.ops.afterStep = func(k StepKind) error {
+		if k == StepClaim {
+			return os.RemoveAll(r.m.fs.Path("block", r.name, "md", "dev-vdb"))
+		}
+		return nil
+	}
+	r.k.fail = map[string]error{"WriteState": os.ErrNotExist}
+	res, err := r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	c.Check(res.Slot, qt.Equals, 1)
+}
 
-	c.Check(r.facts(t, "vda").removing(), qt.Equals, "", qt.Commentf("vda has not failed"))
-	c.Check(r.facts(t, "").removing(), qt.Equals, "")
+// TestRemoveFailureKeepsResumedSpareFrozen: in a rerun that finds the
+// candidate added (or pinned) by an interrupted replace, a removal that
+// fails leaves recovery frozen, so that the kernel cannot rebuild that
+// spare into another slot, and the message says what the disk is.
+func TestRemoveFailureKeepsResumedSpareFrozen(t *testing.T) {
+	for _, stage := range []ResumeStage{ResumeAdded, ResumePinned} {
+		t.Run(string(stage), func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, "raid1-failed")
+			p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true})
+			c.Assert(err, qt.IsNil)
+			p.Resume, p.pinned = stage, 1
+			r.k.calls = nil
+			x := &execution{m: r.m, p: p, key: p.UUID, froze: true}
+			err = x.failed(StepRemove, unix.EINVAL)
+			var ee *ExecError
+			c.Assert(errors.As(err, &ee), qt.IsTrue)
+			c.Check(ee.State, qt.Contains, "vdb is still bound to md0")
+			c.Check(ee.State, qt.Contains, "left frozen")
+			c.Check(ee.State, qt.Contains, "interrupted replace")
+			c.Check(r.k.Calls(), qt.HasLen, 0, qt.Commentf("recovery was unfrozen"))
+		})
+	}
 }

@@ -119,7 +119,7 @@ func TestRerunAdoptsStaleFreeze(t *testing.T) {
 	// The replace died: the rerun adopts the freeze.
 	p, err := r.m.PlanReplace(ctx, req)
 	c.Assert(err, qt.IsNil)
-	c.Check(steps(p), qt.DeepEquals, []StepKind{StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify})
+	c.Check(steps(p), qt.DeepEquals, []StepKind{StepClaim, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify})
 	res, err := r.m.ExecuteReplace(ctx, p)
 	c.Assert(err, qt.IsNil)
 	c.Check(res.Slot, qt.Equals, 1)

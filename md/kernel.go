@@ -43,12 +43,23 @@ type kernel interface {
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
 	WriteState(array, member string, cmd sysfs.MemberCommand) error
-	// WriteDevice carries out w: on the device or image at w.Path,
-	// opened exclusively and with O_DIRECT, it checks that this is still
-	// the planned device and that it is still blank, then writes the
-	// regions (each extended to whole logical blocks by reading what
-	// surrounds it), syncs, reads them back and compares them.
-	WriteDevice(w deviceWrite) error
+	// ClaimDevice opens the device or image at w.Path exclusively and
+	// with O_DIRECT and checks through that descriptor that this is
+	// still the planned device and that it is still blank. It writes
+	// nothing; the claim's Write then writes the regions (each extended
+	// to whole logical blocks by reading what surrounds it), syncs,
+	// reads them back, compares them and closes the descriptor.
+	ClaimDevice(w deviceWrite) (claimedDevice, error)
+}
+
+// claimedDevice is a candidate held open exclusively by ClaimDevice,
+// checked and not yet written.
+type claimedDevice interface {
+	// Write writes the claim's regions and closes the device.
+	Write() error
+	// Close releases the device without writing; after Write it does
+	// nothing.
+	Close() error
 }
 
 // deviceWrite is the superblock write on a new member, with what the
@@ -82,7 +93,7 @@ type region struct {
 type sysKernel struct {
 	fs      sysfs.FS
 	devRoot string
-	// openFile opens the device WriteDevice writes; nil is os.OpenFile.
+	// openFile opens the device ClaimDevice claims; nil is os.OpenFile.
 	// Tests observe the flags through it.
 	openFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 }
@@ -173,19 +184,39 @@ func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) err
 	return m.WriteState(cmd)
 }
 
-// WriteDevice opens the device read-write, exclusively (so nobody can
-// claim it during the write; the descriptor is closed before
-// ADD_NEW_DISK) and with O_DIRECT (so that neither the check nor the
-// read-back can be answered by the page cache). Through that one
-// descriptor, immediately before writing, it checks that it is the
-// planned device, of the planned size and logical block size, no larger
-// than the array's, and that the disk is still blank (CheckBlank, leaving
-// out w.Own): a file system made since the plan is refused, not
-// overwritten. Then it writes each region read-modify-write over whole
-// logical blocks, fsyncs, and reads every region back. Every refusal
-// before the first write matches ErrPlanChanged, and nothing was written.
-// An image file that does not take O_DIRECT is opened without it.
-func (k sysKernel) WriteDevice(w deviceWrite) error {
+// ClaimDevice opens the device read-write, exclusively (so nobody can
+// claim it until the write's close, right before ADD_NEW_DISK) and with
+// O_DIRECT (so that neither the check nor the read-back can be answered
+// by the page cache). Through that one descriptor it checks that it is
+// the planned device, of the planned size and logical block size, no
+// larger than the array's, and that the disk is still blank (CheckBlank,
+// leaving out w.Own): a file system made since the plan is refused, not
+// overwritten. Every refusal matches ErrPlanChanged and is a
+// notWrittenError. An image file that does not take O_DIRECT is opened
+// without it. The claim's Write writes each region read-modify-write over
+// whole logical blocks, fsyncs, reads every region back and closes.
+func (k sysKernel) ClaimDevice(w deviceWrite) (claimedDevice, error) {
+	f, size, align, err := k.claim(w)
+	if err != nil {
+		return nil, err
+	}
+	return &claim{f: f, w: w, size: size, align: align}, nil
+}
+
+// claim is ClaimDevice's open and checks: the descriptor, the device's
+// size and the I/O alignment.
+func (k sysKernel) claim(w deviceWrite) (f *os.File, size, align int64, err error) {
+	f, size, align, err = k.claimChecked(w)
+	if err != nil && f != nil {
+		f.Close()
+		f = nil
+	}
+	return f, size, align, err
+}
+
+// claimChecked opens and checks; on a failure the descriptor it returns,
+// if any, is still open.
+func (k sysKernel) claimChecked(w deviceWrite) (*os.File, int64, int64, error) {
 	path := w.Path
 	flags := os.O_RDWR | oDirect
 	// A planned device number means a block device: O_EXCL whatever a
@@ -206,41 +237,40 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 		f, err = open(path, flags&^oDirect, 0) // a file system without O_DIRECT
 	}
 	if err != nil {
-		return &notWrittenError{err} // EBUSY: someone holds it exclusively
+		return nil, 0, 0, &notWrittenError{err} // EBUSY: someone holds it exclusively
 	}
-	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
+		return f, 0, 0, &notWrittenError{&os.PathError{Op: "fstat", Path: path, Err: err}}
 	}
 	block := st.Mode&unix.S_IFMT == unix.S_IFBLK
 	if block && flags&unix.O_EXCL == 0 {
-		return &notWrittenError{fmt.Errorf("%w: %s became a block device between its stat and its open, so it was not opened exclusively", ErrPlanChanged, path)}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s became a block device between its stat and its open, so it was not opened exclusively", ErrPlanChanged, path)}
 	}
 	if w.Dev != (sysfs.DevNum{}) {
 		got := sysfs.DevNum{Major: unix.Major(uint64(st.Rdev)), Minor: unix.Minor(uint64(st.Rdev))}
 		if !block || got != w.Dev {
-			return &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, w.Dev)}
+			return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s is now device %s, the plan was made for %s", ErrPlanChanged, path, got, w.Dev)}
 		}
 	}
 	lbs := int64(512)
 	if block {
 		if lbs, err = ioctl.LogicalBlockSize(f); err != nil {
-			return &notWrittenError{fmt.Errorf("%w: cannot tell the logical block size of %s: %w", ErrPlanChanged, path, err)}
+			return f, 0, 0, &notWrittenError{fmt.Errorf("%w: cannot tell the logical block size of %s: %w", ErrPlanChanged, path, err)}
 		}
 	}
 	if w.LBS > 0 && lbs != w.LBS {
-		return &notWrittenError{fmt.Errorf("%w: %s now has %d-byte logical blocks, the plan was made for %d", ErrPlanChanged, path, lbs, w.LBS)}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s now has %d-byte logical blocks, the plan was made for %d", ErrPlanChanged, path, lbs, w.LBS)}
 	}
 	if w.MaxLBS <= 0 || lbs > w.MaxLBS {
-		return &notWrittenError{fmt.Errorf("%w: %w: %s has %d-byte logical blocks, the array %d", ErrPlanChanged, errCandidateBlockSize, path, lbs, w.MaxLBS)}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %w: %s has %d-byte logical blocks, the array %d", ErrPlanChanged, errCandidateBlockSize, path, lbs, w.MaxLBS)}
 	}
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
-		return &notWrittenError{&os.PathError{Op: "seek", Path: path, Err: err}}
+		return f, 0, 0, &notWrittenError{&os.PathError{Op: "seek", Path: path, Err: err}}
 	}
 	if size != w.Size {
-		return &notWrittenError{fmt.Errorf("%w: %s now has %d bytes, the plan was made for %d", ErrPlanChanged, path, size, w.Size)}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s now has %d bytes, the plan was made for %d", ErrPlanChanged, path, size, w.Size)}
 	}
 	// O_DIRECT wants I/O in whole logical blocks of the device; an image
 	// file in whole blocks of its file system, 4 KiB at most in practice.
@@ -251,17 +281,41 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 	r := alignedReader{f: f, lbs: align}
 	fds, err := blankFindingsMasked(r, size, w.Own)
 	if err != nil {
-		return &notWrittenError{fmt.Errorf("%w: the final blank check of %s could not read it: %w", ErrPlanChanged, path, err)}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: the final blank check of %s could not read it: %w", ErrPlanChanged, path, err)}
 	}
 	if len(fds) > 0 {
-		return &notWrittenError{fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, path, fds[0])}
+		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, path, fds[0])}
 	}
 	if w.Own != nil {
 		if err := checkOwnArea(r, w); err != nil {
-			return &notWrittenError{fmt.Errorf("%w: %s: %w", ErrPlanChanged, path, err)}
+			return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s: %w", ErrPlanChanged, path, err)}
 		}
 	}
+	return f, size, align, nil
+}
 
+// claim is a device ClaimDevice holds open, checked, not yet written.
+type claim struct {
+	f           *os.File
+	w           deviceWrite
+	size, align int64
+}
+
+// Write writes the regions through the claim's descriptor read-modify-write
+// over whole logical blocks, fsyncs, reads every region back and closes
+// the descriptor (the close comes last: ADD_NEW_DISK follows it at once).
+// A failure before the first write is a notWrittenError; the descriptor
+// is closed whatever happens.
+func (c *claim) Write() (err error) {
+	if c.f == nil {
+		return &notWrittenError{errors.New("md: the claimed device was already released")}
+	}
+	defer func() {
+		if cerr := c.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing %s: %w", c.w.Path, cerr)
+		}
+	}()
+	w, f, size, align := c.w, c.f, c.size, c.align
 	aligned := make([]region, 0, len(w.Regions))
 	for i, rg := range w.Regions {
 		start := rg.Off &^ (align - 1)
@@ -281,9 +335,19 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 		aligned = append(aligned, region{What: rg.What, Off: start, Data: buf})
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
+		return fmt.Errorf("syncing %s: %w", w.Path, err)
 	}
 	return readBack(f, aligned)
+}
+
+// Close releases the device; after Write (or Close) it does nothing.
+func (c *claim) Close() error {
+	if c.f == nil {
+		return nil
+	}
+	err := c.f.Close()
+	c.f = nil
+	return err
 }
 
 // checkOwnArea checks, through the writing descriptor r, that the area a
@@ -377,7 +441,7 @@ func oneFill(b []byte) bool {
 	return true
 }
 
-// notWrittenError is a WriteDevice failure before anything was written
+// notWrittenError is a claim or write failure before anything was written
 // to the device: the open (EBUSY from O_EXCL), a path that now names
 // another device, the final checks (size, block size, blank rule), or the
 // first read. It unwraps to the cause.
@@ -386,7 +450,7 @@ type notWrittenError struct{ err error }
 func (e *notWrittenError) Error() string { return e.err.Error() }
 func (e *notWrittenError) Unwrap() error { return e.err }
 
-// nothingWritten reports whether err says WriteDevice wrote nothing.
+// nothingWritten reports whether err says the claim or write wrote nothing.
 func nothingWritten(err error) bool {
 	var nw *notWrittenError
 	return errors.As(err, &nw)

@@ -113,3 +113,13 @@ func TestWriteDeviceRefusesBlockSize(t *testing.T) {
 	c.Check(sysKernel{}.WriteDevice(w), qt.ErrorIs, ErrPlanChanged)
 	c.Check(bytes.Equal(readImage(t, path), make([]byte, 64<<10)), qt.IsTrue, qt.Commentf("the candidate changed"))
 }
+
+// WriteDevice claims w's device and writes it: ClaimDevice and Write in
+// one call, for tests of the checks and the write.
+func (k sysKernel) WriteDevice(w deviceWrite) error {
+	c, err := k.ClaimDevice(w)
+	if err != nil {
+		return err
+	}
+	return c.Write()
+}

@@ -100,8 +100,9 @@ type StepKind string
 
 // Steps, in the order a plan lists them.
 const (
-	StepRemove          StepKind = "remove"           // HOT_REMOVE_DISK the faulty old member
 	StepFreeze          StepKind = "freeze"           // sync_action frozen
+	StepClaim           StepKind = "claim"            // open the candidate exclusively, check it again
+	StepRemove          StepKind = "remove"           // HOT_REMOVE_DISK the faulty old member
 	StepWriteSuperblock StepKind = "write-superblock" // the new member's superblock (and bitmap)
 	StepAdd             StepKind = "add"              // ADD_NEW_DISK, state 0: a spare
 	StepWantReplacement StepKind = "want-replacement" // hot: dev-OLD/state want_replacement
@@ -824,22 +825,8 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 	} else if got.DevFlags != 0 || got.DataOffset != src.sb.DataOffset {
 		return false
 	}
-	used, _ := usedDevNumbers(f.s, f.removing())
+	used, _ := usedDevNumbers(f.s, "")
 	return !used[n]
-}
-
-// removing names the member a cold replace removes: the named member,
-// when it is bound and has failed. An interrupted run may have written
-// the new superblock before it removed that member (the removal comes
-// after the write), so the number chosen then, which did not count that
-// member's unreadable number as used, must not count it now either.
-func (f arrayFacts) removing() string {
-	for _, ms := range f.s.members {
-		if f.member != "" && ms.Device == f.member && ms.state.Failed() {
-			return ms.Device
-		}
-	}
-	return ""
 }
 
 // usedDevNumbers returns the descriptor numbers of the bound members:
@@ -848,8 +835,8 @@ func (f arrayFacts) removing() string {
 // When a bound member's superblock cannot be read its number is unknown,
 // and known is false: the kernel would refuse a number it holds (EBUSY),
 // but only after the new superblock was written.
-// A member named removing leaves before the new one is added (after its
-// superblock is written), so its number does not need to be known. A faulty member whose disk is gone
+// A member named removing leaves before the new one's superblock is
+// written, so its number does not need to be known. A faulty member whose disk is gone
 // (pulled, so its superblock cannot be read) holds one of the numbers
 // that the in-sync members' 1.x superblocks mark faulty (0xfffe): the
 // kernel writes that role at a faulty member's number. All those numbers
@@ -1135,17 +1122,21 @@ func planSteps(p *Plan) {
 	if p.freeze {
 		add(StepFreeze, "freeze recovery (sync_action frozen)")
 	}
-	// The faulty member leaves after the write: a refusal by the final
-	// blank check (on the descriptor that writes) then leaves the array
-	// as it was. It leaves before the add, so that the new member never
-	// shares the array with it (its descriptor number may be reused).
+	// The faulty member leaves only once the candidate is claimed (opened
+	// exclusively) and found blank again, so that a refusal then leaves
+	// the array as it was; and before the new superblock is written and
+	// added, so that the new member never shares the array with it (its
+	// descriptor number may be reused), and the write's close is followed
+	// at once by ADD_NEW_DISK (a close after writing makes udev probe the
+	// disk, and mdadm's rules may try to add it themselves).
 	if !p.Resume.member() {
-		add(StepWriteSuperblock, "write a spare superblock (dev_number %d) on %s", p.DevNumber, p.Candidate.Path)
+		add(StepClaim, "open %s exclusively and check again that it is the planned disk and blank", p.Candidate.Path)
 	}
 	if p.Remove != nil {
 		add(StepRemove, "remove faulty %s (%s) from %s", p.Remove.Device, p.Remove.DevNum, p.Array)
 	}
 	if !p.Resume.member() {
+		add(StepWriteSuperblock, "write a spare superblock (dev_number %d) on %s, read it back and close it", p.DevNumber, p.Candidate.Path)
 		add(StepAdd, "add %s to %s as a spare (ADD_NEW_DISK)", p.Candidate.Path, p.Array)
 	}
 	if p.Hot {

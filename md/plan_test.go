@@ -111,9 +111,9 @@ func steps(p *Plan) []StepKind {
 }
 
 var (
-	stepsPlain  = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
-	stepsRemove = []StepKind{StepFreeze, StepWriteSuperblock, StepRemove, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
-	stepsHot    = []StepKind{StepFreeze, StepWriteSuperblock, StepAdd, StepWantReplacement, StepSetSlot, StepUnfreeze, StepVerify}
+	stepsPlain  = []StepKind{StepFreeze, StepClaim, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
+	stepsRemove = []StepKind{StepFreeze, StepClaim, StepRemove, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify}
+	stepsHot    = []StepKind{StepFreeze, StepClaim, StepWriteSuperblock, StepAdd, StepWantReplacement, StepSetSlot, StepUnfreeze, StepVerify}
 )
 
 // TestPlanReplace runs the planner over real captures, some edited into
@@ -393,7 +393,7 @@ func TestPlanResume(t *testing.T) {
 			c.Check(p2.Resume, qt.Equals, ResumeWritten)
 			c.Check(p2.DeviceUUID, qt.Equals, p1.DeviceUUID)
 			c.Check(p2.DevNumber, qt.Equals, p1.DevNumber)
-			c.Check(steps(p2), qt.DeepEquals, []StepKind{StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify})
+			c.Check(steps(p2), qt.DeepEquals, []StepKind{StepClaim, StepWriteSuperblock, StepAdd, StepSetSlot, StepUnfreeze, StepVerify})
 			for i := range p1.regions {
 				c.Check(p2.regions[i].Data, qt.DeepEquals, p1.regions[i].Data)
 			}

@@ -22,7 +22,7 @@ package md
 //     with planReplace, refusing with ErrPlanChanged when planDiff finds
 //     a difference, and only then carries out the plan's steps through
 //     the kernel interface. The final blank check runs on the exclusive
-//     descriptor that writes (kernel.go, WriteDevice).
+//     descriptor that writes (kernel.go, ClaimDevice).
 //
 // PlanReplace is stages 1 and 2; Replace is all three.
 

@@ -17,8 +17,8 @@ import (
 
 // fakeKernel records every call and imitates the kernel's visible effects
 // on the sysfs tree of a fixture, so that the executor's re-reads and its
-// verification see what a real kernel would show. WriteDevice really
-// writes (image files).
+// verification see what a real kernel would show. ClaimDevice really
+// claims and its Write really writes (image files).
 type fakeKernel struct {
 	mu    sync.Mutex
 	fs    sysfs.FS
@@ -150,19 +150,41 @@ func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) e
 	return nil
 }
 
-func (k *fakeKernel) WriteDevice(w deviceWrite) error {
-	what := make([]string, len(w.Regions))
-	for i, r := range w.Regions {
+func (k *fakeKernel) ClaimDevice(w deviceWrite) (claimedDevice, error) {
+	if err := k.record("ClaimDevice", filepath.Base(w.Path)); err != nil {
+		return nil, err
+	}
+	c, err := sysKernel{}.ClaimDevice(w)
+	if err != nil {
+		return nil, err
+	}
+	return &fakeClaim{k: k, w: w, c: c}, nil
+}
+
+// fakeClaim records the write of a real claim ("WriteDevice"), which
+// can be made to fail.
+type fakeClaim struct {
+	k *fakeKernel
+	w deviceWrite
+	c claimedDevice
+}
+
+func (f *fakeClaim) Write() error {
+	what := make([]string, len(f.w.Regions))
+	for i, r := range f.w.Regions {
 		what[i] = fmt.Sprintf("%s@%d+%d", r.What, r.Off, len(r.Data))
 	}
-	if err := k.record("WriteDevice", filepath.Base(w.Path), w.LBS, strings.Join(what, " ")); err != nil {
+	if err := f.k.record("WriteDevice", filepath.Base(f.w.Path), f.w.LBS, strings.Join(what, " ")); err != nil {
+		f.c.Close()
 		return err
 	}
-	k.mu.Lock()
-	k.added = filepath.Base(w.Path)
-	k.mu.Unlock()
-	return sysKernel{}.WriteDevice(w)
+	f.k.mu.Lock()
+	f.k.added = filepath.Base(f.w.Path)
+	f.k.mu.Unlock()
+	return f.c.Write()
 }
+
+func (f *fakeClaim) Close() error { return f.c.Close() }
 
 // addedMember is what the fake shows after ADD_NEW_DISK of name: an
 // unslotted spare.

@@ -1127,7 +1127,7 @@ func TestVMReplaceRefuses4Kn(t *testing.T) {
 // after the freeze) is found by the last blank check, on the exclusive
 // descriptor that would write. The refusal leaves everything as it was:
 // the candidate byte-identical, the failed member still bound and faulty
-// (it is removed only after the write), the in-sync member's superblock
+// (it is removed only after that check), the in-sync member's superblock
 // at the same event count, and recovery unfrozen.
 func TestVMReplaceFinalBlankCheckKeepsFaultyMember(t *testing.T) {
 	c := qt.New(t)
@@ -1166,7 +1166,7 @@ func TestVMReplaceFinalBlankCheckKeepsFaultyMember(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
 	var xe *ExecError
 	c.Assert(errors.As(err, &xe), qt.IsTrue)
-	c.Check(xe.Step, qt.Equals, StepWriteSuperblock)
+	c.Check(xe.Step, qt.Equals, StepClaim)
 	c.Check(xe.NothingChanged, qt.IsTrue)
 	c.Check(xe.State, qt.Contains, "Nothing else was changed")
 
