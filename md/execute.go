@@ -371,6 +371,20 @@ func memberGone(fsys sysfs.FS, array, device string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
+// memberBound reports whether sysfs shows device bound to array (its
+// dev-* directory exists).
+func memberBound(fsys sysfs.FS, array, device string) bool {
+	if device == "" {
+		return false
+	}
+	a, err := fsys.Array(array)
+	if err != nil {
+		return false
+	}
+	_, err = a.Member(device)
+	return err == nil
+}
+
 // defaultVerifyTimeout bounds how long verify waits for the kernel to
 // start the rebuild after recovery is unfrozen (md's thread does it
 // asynchronously).
@@ -506,7 +520,17 @@ func (x *execution) failed(k StepKind, err error) error {
 			e.State = fmt.Sprintf("the superblock write on %s failed and may be partial; it is not a member of %s.%s Before using that disk again,%s wipe the md superblock this replace wrote.%s", disk, p.Array, removed, check, unfreeze())
 		}
 	case StepAdd:
-		e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added.%s Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, removed, check, unfreeze())
+		switch {
+		case memberBound(x.m.fs, p.Array, p.Candidate.Device) && x.froze:
+			// Added by someone else between the close and our
+			// ADD_NEW_DISK: the close made udev probe the disk, and
+			// mdadm's rules can add a spare superblock themselves.
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) and is bound to %s, but not by this replace (something else added it, udev's mdadm --incremental for one): it is a spare without a slot.%s Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze.", disk, p.Array, p.DevNumber, p.Array, removed, p.Slot)
+		case memberBound(x.m.fs, p.Array, p.Candidate.Device):
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) and is bound to %s, but not by this replace (something else added it, udev's mdadm --incremental for one): it is a spare without a slot.%s Recovery is not frozen (this run did not freeze it), so the kernel may rebuild it into any empty slot.", disk, p.Array, p.DevNumber, p.Array, removed)
+		default:
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added.%s Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, removed, check, unfreeze())
+		}
 	case StepWantReplacement, StepSetSlot:
 		marked := ""
 		for _, d := range x.done {

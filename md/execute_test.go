@@ -604,3 +604,46 @@ func TestRemoveFailureKeepsResumedSpareFrozen(t *testing.T) {
 		})
 	}
 }
+
+// TestAddRaceWithUdev: the disk is bound to the array when our
+// ADD_NEW_DISK fails (udev's mdadm --incremental added it after the
+// write's close). The message says so instead of "was not added", and
+// recovery stays frozen with our freeze record, so that the kernel cannot
+// rebuild it into another slot: the array is then as a replace killed
+// right after its ADD_NEW_DISK leaves it, whose rerun pins the slot
+// (TestVMReplaceKilled).
+func TestAddRaceWithUdev(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	r.k.show = true
+	r.m.ops.afterStep = func(k StepKind) error {
+		if k == StepWriteSuperblock {
+			// mdadm -I adds it first.
+			if err := r.k.addedMember(r.name, "vdz"); err != nil {
+				return err
+			}
+			r.k.fail = map[string]error{"AddNewDisk": &os.PathError{Op: "ioctl ADD_NEW_DISK", Path: "/dev/md0", Err: unix.EBUSY}}
+		}
+		return nil
+	}
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Assert(err, qt.ErrorIs, unix.EBUSY)
+	var ee *ExecError
+	c.Assert(errors.As(err, &ee), qt.IsTrue)
+	c.Check(ee.Step, qt.Equals, StepAdd)
+	c.Check(ee.State, qt.Contains, "not by this replace")
+	c.Check(ee.State, qt.Contains, "left frozen")
+	c.Check(ee.State, qt.Not(qt.Contains), "was not added")
+	c.Check(ee.NothingChanged, qt.IsFalse)
+	calls := r.k.Calls()
+	c.Check(calls[len(calls)-1], qt.Matches, `AddNewDisk\(.*`, qt.Commentf("recovery was unfrozen"))
+	b, err := os.ReadFile(r.k.attr(r.name, "sync_action"))
+	c.Assert(err, qt.IsNil)
+	c.Check(strings.TrimSpace(string(b)), qt.Equals, "frozen")
+	rec, err := readFreeze(r.m.ops.runDir, p.UUID)
+	c.Assert(err, qt.IsNil)
+	c.Assert(rec, qt.Not(qt.IsNil))
+	c.Check(rec.Written, qt.IsTrue)
+}
