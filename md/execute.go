@@ -163,6 +163,7 @@ func (m *Manager) ExecuteReplace(ctx context.Context, p *Plan) (*ReplaceResult, 
 	if q.adopted != nil {
 		// The freeze an interrupted run left is ours now.
 		x.froze, x.written = true, q.adopted.Written && q.adopted.CandDev == q.Candidate.DevNum
+		x.removed = q.adopted.Removed
 		if err := x.recordFreeze(); err != nil {
 			return nil, err
 		}
@@ -228,6 +229,9 @@ type execution struct {
 	// claim is the candidate held open exclusively from StepClaim to
 	// StepWriteSuperblock.
 	claim claimedDevice
+	// removed is the faulty member this run (or the interrupted one whose
+	// freeze it adopted) removes or removed, kept in the freeze record.
+	removed string
 }
 
 // release closes a claim that was not written.
@@ -252,6 +256,14 @@ func (x *execution) step(k StepKind) error {
 	p, kern := x.p, x.m.ops.k
 	switch k {
 	case StepRemove:
+		if x.froze && x.removed != p.Remove.Device {
+			// Recorded first: a rerun of this replace after a death
+			// during or after the removal names a member it finds gone.
+			x.removed = p.Remove.Device
+			if err := x.recordFreeze(); err != nil {
+				return err
+			}
+		}
 		if p.Remove.dev == (sysfs.DevNum{}) {
 			// The member's block device is gone (a pulled disk leaves a
 			// dangling block link), so there is no dev_t to name: remove
@@ -314,7 +326,7 @@ func (x *execution) step(k StepKind) error {
 		x.claim = nil
 		return c.Write()
 	case StepAdd:
-		return kern.AddNewDisk(p.Array, p.candDev)
+		return addNewDisk(kern, x.m.fs, p)
 	case StepWantReplacement:
 		return kern.WriteState(p.Array, p.Replace.Device, sysfs.CmdWantReplacement)
 	case StepSetSlot:
@@ -360,29 +372,64 @@ func hotRemove(kern kernel, fsys sysfs.FS, array string, mem *PlanMember) error 
 }
 
 // memberGone reports whether sysfs shows for certain that the member
-// device is no longer bound to array: its dev-* directory, or the
-// array's md directory, does not exist.
+// device is no longer bound to array: the array's md directory exists
+// and the member's dev-* directory does not. An array that is gone
+// (stopped) is not a member removed: nothing should be added to it.
 func memberGone(fsys sysfs.FS, array, device string) bool {
 	a, err := fsys.Array(array)
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return false
 	}
 	_, err = a.Member(device)
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// memberBound reports whether sysfs shows device bound to array (its
-// dev-* directory exists).
-func memberBound(fsys sysfs.FS, array, device string) bool {
+// Retry policy for ADD_NEW_DISK's EBUSY: mdadm --incremental, run by
+// udev for the change event of the write's close, opens the disk
+// exclusively for a moment before it adds it (Incremental.c).
+const (
+	addTries = 10
+	addWait  = 50 * time.Millisecond
+)
+
+// addNewDisk adds the candidate, retrying EBUSY for a moment; it stops
+// retrying once the disk shows as bound to the array (someone else added
+// it: failed reports that).
+func addNewDisk(kern kernel, fsys sysfs.FS, p *Plan) error {
+	var err error
+	for i := 0; i < addTries; i++ {
+		if i > 0 {
+			time.Sleep(addWait)
+		}
+		err = kern.AddNewDisk(p.Array, p.candDev)
+		if err == nil || !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		if bound, known := memberBinding(fsys, p.Array, p.Candidate.Device); bound || !known {
+			return err
+		}
+	}
+	return err
+}
+
+// memberBinding reports whether sysfs shows device bound to array (its
+// dev-* directory exists); known is false when sysfs cannot tell.
+func memberBinding(fsys sysfs.FS, array, device string) (bound, known bool) {
 	if device == "" {
-		return false
+		return false, false
 	}
 	a, err := fsys.Array(array)
 	if err != nil {
-		return false
+		return false, false
 	}
 	_, err = a.Member(device)
-	return err == nil
+	switch {
+	case err == nil:
+		return true, true
+	case errors.Is(err, fs.ErrNotExist):
+		return false, true
+	}
+	return false, false
 }
 
 // defaultVerifyTimeout bounds how long verify waits for the kernel to
@@ -478,6 +525,12 @@ func (x *execution) failed(k StepKind, err error) error {
 			removed = fmt.Sprintf(" %s was removed from %s.", p.Remove.Device, p.Array)
 		}
 	}
+	// A rerun that resumes on the superblock an interrupted run wrote
+	// says that the disk still carries it.
+	prior := ""
+	if p.Resume == ResumeWritten {
+		prior = fmt.Sprintf(" It still carries the spare superblock of %s (dev_number %d) that an interrupted run of this replace wrote.", p.Array, p.DevNumber)
+	}
 	// The disk is named by its device number too: the path may name
 	// another disk by the time someone reads this.
 	disk, check := dev, ""
@@ -487,7 +540,7 @@ func (x *execution) failed(k StepKind, err error) error {
 	}
 	switch k {
 	case StepClaim:
-		e.State = fmt.Sprintf("nothing was written to %s. Nothing else was changed.%s", dev, unfreeze())
+		e.State = fmt.Sprintf("nothing was written to %s.%s Nothing else was changed.%s", dev, prior, unfreeze())
 		e.NothingChanged = !x.froze
 	case StepRemove:
 		switch {
@@ -500,7 +553,7 @@ func (x *execution) failed(k StepKind, err error) error {
 			e.State = fmt.Sprintf("nothing was written; %s is still bound to %s. %s is a spare of %s without a slot (added by an interrupted replace); recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze, or remove %s and write idle to sync_action.", p.Remove.Device, p.Array, p.Candidate.Device, p.Array, p.Slot, p.Candidate.Device)
 			e.NothingChanged = true
 		default:
-			e.State = fmt.Sprintf("nothing was written to %s; %s is still bound to %s.%s", dev, p.Remove.Device, p.Array, unfreeze())
+			e.State = fmt.Sprintf("nothing was written to %s; %s is still bound to %s.%s%s", dev, p.Remove.Device, p.Array, prior, unfreeze())
 			e.NothingChanged = !x.froze
 		}
 	case StepFreeze:
@@ -514,20 +567,29 @@ func (x *execution) failed(k StepKind, err error) error {
 			// Opened exclusively by someone else, or the path now names
 			// another device: we wrote nothing there, so there is
 			// nothing of ours to wipe.
-			e.State = fmt.Sprintf("nothing was written to %s.%s%s", dev, or(removed, " Nothing else was changed."), unfreeze())
+			e.State = fmt.Sprintf("nothing was written to %s.%s%s%s", dev, prior, or(removed, " Nothing else was changed."), unfreeze())
 			e.NothingChanged = removed == "" && !x.froze
 		default:
 			e.State = fmt.Sprintf("the superblock write on %s failed and may be partial; it is not a member of %s.%s Before using that disk again,%s wipe the md superblock this replace wrote.%s", disk, p.Array, removed, check, unfreeze())
 		}
 	case StepAdd:
+		bound, known := memberBinding(x.m.fs, p.Array, p.Candidate.Device)
+		frozen := " Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to resume."
+		if !x.froze {
+			frozen = " Recovery is not frozen (this run did not freeze it), so the kernel may rebuild it into any empty slot."
+		}
 		switch {
-		case memberBound(x.m.fs, p.Array, p.Candidate.Device) && x.froze:
+		case !known:
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d); ADD_NEW_DISK failed and sysfs cannot tell whether it is bound to %s now.%s%s", disk, p.Array, p.DevNumber, p.Array, removed, frozen)
+		case bound:
 			// Added by someone else between the close and our
 			// ADD_NEW_DISK: the close made udev probe the disk, and
 			// mdadm's rules can add a spare superblock themselves.
-			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) and is bound to %s, but not by this replace (something else added it, udev's mdadm --incremental for one): it is a spare without a slot.%s Recovery is left frozen so that the kernel cannot rebuild it into another slot; run the same replace again to pin slot %d and unfreeze.", disk, p.Array, p.DevNumber, p.Array, removed, p.Slot)
-		case memberBound(x.m.fs, p.Array, p.Candidate.Device):
-			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) and is bound to %s, but not by this replace (something else added it, udev's mdadm --incremental for one): it is a spare without a slot.%s Recovery is not frozen (this run did not freeze it), so the kernel may rebuild it into any empty slot.", disk, p.Array, p.DevNumber, p.Array, removed)
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) and is bound to %s, but not by this replace (something else added it, udev's mdadm --incremental for one): it is a spare without a slot.%s%s", disk, p.Array, p.DevNumber, p.Array, removed, frozen)
+		case errors.Is(err, unix.EBUSY) && x.froze:
+			// Someone holds it exclusively: mdadm --incremental may be
+			// about to add it.
+			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added: something holds it exclusively (mdadm --incremental adding it, for one).%s Recovery is left frozen so that, should it be added, the kernel cannot rebuild it into another slot; run the same replace again to resume; to reuse the disk elsewhere instead, first%s wipe that superblock, then write idle to /sys/block/%s/md/sync_action.", disk, p.Array, p.DevNumber, removed, check, p.Array)
 		default:
 			e.State = fmt.Sprintf("%s carries a spare superblock of %s (dev_number %d) but was not added.%s Run the same replace again to resume; to reuse the disk elsewhere, first%s wipe that superblock.%s", disk, p.Array, p.DevNumber, removed, check, unfreeze())
 		}

@@ -154,43 +154,112 @@ func TestExecuteReplacePlanChanged(t *testing.T) {
 }
 
 // TestExecuteReplaceAddFails: ADD_NEW_DISK fails; the error says what the
-// disk now carries, recovery is unfrozen, and the same replace run again
-// resumes with the superblock it wrote.
+// disk now carries, and the same replace run again resumes with the
+// superblock it wrote. EBUSY (someone holds the disk exclusively, which
+// mdadm --incremental does for a moment before it adds a disk) is retried
+// for a moment and then leaves recovery frozen for the rerun; any other
+// error unfreezes.
 func TestExecuteReplaceAddFails(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		err    error
+		frozen bool
+	}{
+		{name: "EBUSY", err: unix.EBUSY, frozen: true},
+		{name: "EINVAL", err: unix.EINVAL},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			r, path := replaceOn(t, "raid1-failed")
+			r.k.fail = map[string]error{"AddNewDisk": &os.PathError{Op: "ioctl ADD_NEW_DISK", Path: "/dev/md0", Err: tt.err}}
+			req := ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true}
+			p1, err := r.m.PlanReplace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			_, err = r.m.ExecuteReplace(context.Background(), p1)
+			c.Assert(err, qt.ErrorIs, tt.err)
+			var ee *ExecError
+			c.Assert(errors.As(err, &ee), qt.IsTrue)
+			c.Check(ee.Step, qt.Equals, StepAdd)
+			c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepClaim, StepRemove, StepWriteSuperblock})
+			c.Check(ee.State, qt.Contains, "vdb was removed from md0")
+			calls := r.k.Calls()
+			adds := 0
+			for _, call := range calls {
+				if strings.HasPrefix(call, "AddNewDisk") {
+					adds++
+				}
+			}
+			if tt.frozen {
+				c.Check(ee.State, qt.Contains, "left frozen")
+				c.Check(adds, qt.Equals, addTries)
+				c.Check(calls[len(calls)-1], qt.Matches, `AddNewDisk.*`)
+			} else {
+				c.Check(ee.State, qt.Contains, "Run the same replace again")
+				c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
+				c.Check(adds, qt.Equals, 1)
+				c.Check(calls[len(calls)-1], qt.Equals, "SetSyncAction(md0, idle)")
+			}
+			t.Log(err)
+
+			r.k.fail = nil
+			r.k.calls = nil
+			res, err := r.m.Replace(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
+			c.Check(res.Plan.DeviceUUID, qt.Equals, p1.DeviceUUID)
+			c.Check(res.Plan.Remove, qt.IsNil) // vdb went in the first run
+			want := []string{
+				"SetSyncAction(md0, frozen)",
+				"ClaimDevice(vdz)",
+				writeCall(res.Plan),
+				"AddNewDisk(md0, 0:0)",
+				"SetSlot(md0, vdz, 1)",
+				"SetSyncAction(md0, idle)",
+			}
+			if tt.frozen {
+				want = want[1:] // the freeze is adopted
+			}
+			c.Check(r.k.Calls(), qt.DeepEquals, want)
+		})
+	}
+}
+
+// TestRerunAfterKillAfterRemove: a replace killed after it removed the
+// faulty member, before it wrote anything, leaves recovery frozen and its
+// freeze record naming that member; the same replace run again, naming
+// the member, finds it gone (removed by the interrupted run) instead of
+// refusing, and completes.
+func TestRerunAfterKillAfterRemove(t *testing.T) {
 	c := qt.New(t)
 	r, path := replaceOn(t, "raid1-failed")
-	r.k.fail = map[string]error{"AddNewDisk": &os.PathError{Op: "ioctl ADD_NEW_DISK", Path: "/dev/md0", Err: unix.EBUSY}}
 	req := ReplaceRequest{Array: r.name, With: path, Member: "vdb", AllowImageFile: true}
-	p1, err := r.m.PlanReplace(context.Background(), req)
+	r.m.ops.afterStep = func(k StepKind) error {
+		if k == StepRemove {
+			panic(errKilled)
+		}
+		return nil
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != errKilled {
+				panic(v)
+			}
+		}()
+		r.m.Replace(context.Background(), req)
+	}()
+	r.m.ops.afterStep = nil
+	b, err := os.ReadFile(r.k.attr(r.name, "sync_action"))
 	c.Assert(err, qt.IsNil)
-	_, err = r.m.ExecuteReplace(context.Background(), p1)
-	c.Assert(err, qt.ErrorIs, unix.EBUSY)
-	var ee *ExecError
-	c.Assert(errors.As(err, &ee), qt.IsTrue)
-	c.Check(ee.Step, qt.Equals, StepAdd)
-	c.Check(ee.Done, qt.DeepEquals, []StepKind{StepFreeze, StepClaim, StepRemove, StepWriteSuperblock})
-	c.Check(ee.State, qt.Contains, "Run the same replace again")
-	c.Check(ee.State, qt.Contains, "Recovery was unfrozen")
-	calls := r.k.Calls()
-	c.Check(calls[len(calls)-1], qt.Equals, "SetSyncAction(md0, idle)")
-	t.Log(err)
+	c.Assert(strings.TrimSpace(string(b)), qt.Equals, "frozen")
 
-	r.k.fail = nil
-	r.k.calls = nil
 	res, err := r.m.Replace(context.Background(), req)
 	c.Assert(err, qt.IsNil)
-	c.Check(res.Plan.Resume, qt.Equals, ResumeWritten)
-	c.Check(res.Plan.DeviceUUID, qt.Equals, p1.DeviceUUID)
-	c.Check(res.Plan.Remove, qt.IsNil) // vdb went in the first run
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{
-		"SetSyncAction(md0, frozen)",
-		"ClaimDevice(vdz)",
-		writeCall(res.Plan),
-		"AddNewDisk(md0, 0:0)",
-		"SetSlot(md0, vdz, 1)",
-		"SetSyncAction(md0, idle)",
-	})
+	c.Check(res.Plan.Remove, qt.IsNil)
+	c.Check(res.Plan.adopted, qt.Not(qt.IsNil))
+	c.Check(res.Slot, qt.Equals, 1)
 }
+
+var errKilled = errors.New("killed")
 
 // TestExecuteReplaceSlotFails: pinning the slot fails; recovery stays
 // frozen so that the kernel cannot rebuild into another slot.

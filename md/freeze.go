@@ -52,6 +52,10 @@ type freezeRecord struct {
 	// Written is set before the superblock write starts: the candidate
 	// may carry the interrupted run's superblock.
 	Written bool `json:"written"`
+	// Removed is set before the faulty member's removal starts: the
+	// member the interrupted run removed (or was removing), so that the
+	// same replace run again, naming that member, finds it gone.
+	Removed string `json:"removed,omitempty"`
 }
 
 // runKey turns an array key (its UUID) into a file name part, as
@@ -291,6 +295,6 @@ func (x *execution) recordFreeze() error {
 	return writeFreeze(x.m.ops.runDir, x.key, freezeRecord{
 		Array: p.Array, UUID: p.UUID, PID: os.Getpid(), Time: time.Now().UTC(),
 		Candidate: p.Candidate.Path, CandDev: p.Candidate.DevNum, Device: p.Candidate.Device,
-		Slot: p.Slot, Written: x.written,
+		Slot: p.Slot, Written: x.written, Removed: x.removed,
 	})
 }

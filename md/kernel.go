@@ -278,20 +278,29 @@ func (k sysKernel) claimChecked(w deviceWrite) (*os.File, int64, int64, error) {
 	if !block {
 		align = max(lbs, 4096)
 	}
-	r := alignedReader{f: f, lbs: align}
+	if err := recheck(alignedReader{f: f, lbs: align}, size, w); err != nil {
+		return f, 0, 0, &notWrittenError{err}
+	}
+	return f, size, align, nil
+}
+
+// recheck is the final blank check through the writing descriptor r:
+// the disk is blank outside w.Own, and w.Own holds what the plan
+// resumes. Its errors match ErrPlanChanged.
+func recheck(r io.ReaderAt, size int64, w deviceWrite) error {
 	fds, err := blankFindingsMasked(r, size, w.Own)
 	if err != nil {
-		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: the final blank check of %s could not read it: %w", ErrPlanChanged, path, err)}
+		return fmt.Errorf("%w: the final blank check of %s could not read it: %w", ErrPlanChanged, w.Path, err)
 	}
 	if len(fds) > 0 {
-		return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, path, fds[0])}
+		return fmt.Errorf("%w: %s is no longer blank: %w", ErrPlanChanged, w.Path, fds[0])
 	}
 	if w.Own != nil {
 		if err := checkOwnArea(r, w); err != nil {
-			return f, 0, 0, &notWrittenError{fmt.Errorf("%w: %s: %w", ErrPlanChanged, path, err)}
+			return fmt.Errorf("%w: %s: %w", ErrPlanChanged, w.Path, err)
 		}
 	}
-	return f, size, align, nil
+	return nil
 }
 
 // claim is a device ClaimDevice holds open, checked, not yet written.
@@ -315,6 +324,12 @@ func (c *claim) Write() (err error) {
 			err = fmt.Errorf("closing %s: %w", c.w.Path, cerr)
 		}
 	}()
+	// The checks again, through the same descriptor: O_EXCL keeps out
+	// only other exclusive openers, and the faulty member's removal ran
+	// since the claim.
+	if err := recheck(alignedReader{f: c.f, lbs: c.align}, c.size, c.w); err != nil {
+		return &notWrittenError{err}
+	}
 	w, f, size, align := c.w, c.f, c.size, c.align
 	aligned := make([]region, 0, len(w.Regions))
 	for i, rg := range w.Regions {

@@ -123,3 +123,25 @@ func (k sysKernel) WriteDevice(w deviceWrite) error {
 	}
 	return c.Write()
 }
+
+// TestClaimWriteChecksAgain: a non-exclusive writer (O_EXCL keeps out
+// only exclusive openers) that writes a file system on the claimed disk
+// before the claim's Write is found by the checks Write runs again on the
+// same descriptor, and nothing is written over it.
+func TestClaimWriteChecksAgain(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(c, "raid1-degraded-missing")
+	path := r.candidate(c, "vdz", 64<<20)
+	p, err := planReplace(r.facts(c, ""), r.m.candidateFacts(path, true), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
+	c.Assert(err, qt.IsNil)
+	cl, err := sysKernel{}.ClaimDevice(deviceWrite{Path: path, Size: 64 << 20, LBS: 512, MaxLBS: 512, Regions: p.regions})
+	c.Assert(err, qt.IsNil)
+	writeImage(t, path, 0, []byte("XFSB"))
+	before := readImage(t, path)
+	err = cl.Write()
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, errHasSignature)
+	c.Check(nothingWritten(err), qt.IsTrue)
+	c.Check(bytes.Equal(readImage(t, path), before), qt.IsTrue, qt.Commentf("written over"))
+	c.Check(cl.Close(), qt.IsNil)
+}

@@ -477,7 +477,8 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		pl.fail(checkMember, errMemberInvalid, "a hot replace needs the member to replace (--member)")
 	case f.member == "":
 		pl.pass(checkMember, "none named")
-	case old == nil && !req.Hot && (p.Resume != ResumeNone || oursOnDisk(f, c)):
+	case old == nil && !req.Hot && (p.Resume != ResumeNone || oursOnDisk(f, c) ||
+		p.adopted != nil && p.adopted.Removed == f.member):
 		pl.pass(checkMember, "%s is no longer bound: removed by the interrupted run", f.member)
 	case old == nil:
 		pl.fail(checkMember, errMemberInvalid, "%s is not a member of %s", f.member, s.name)
