@@ -376,12 +376,8 @@ func hotRemove(kern kernel, fsys sysfs.FS, array string, mem *PlanMember) error 
 // and the member's dev-* directory does not. An array that is gone
 // (stopped) is not a member removed: nothing should be added to it.
 func memberGone(fsys sysfs.FS, array, device string) bool {
-	a, err := fsys.Array(array)
-	if err != nil {
-		return false
-	}
-	_, err = a.Member(device)
-	return errors.Is(err, fs.ErrNotExist)
+	bound, known := memberBinding(fsys, array, device)
+	return known && !bound
 }
 
 // Retry policy for ADD_NEW_DISK's EBUSY: mdadm --incremental, run by

@@ -196,26 +196,19 @@ func (k sysKernel) WriteState(array, member string, cmd sysfs.MemberCommand) err
 // without it. The claim's Write writes each region read-modify-write over
 // whole logical blocks, fsyncs, reads every region back and closes.
 func (k sysKernel) ClaimDevice(w deviceWrite) (claimedDevice, error) {
-	f, size, align, err := k.claim(w)
+	f, size, align, err := k.claimChecked(w)
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		return nil, err
 	}
 	return &claim{f: f, w: w, size: size, align: align}, nil
 }
 
-// claim is ClaimDevice's open and checks: the descriptor, the device's
-// size and the I/O alignment.
-func (k sysKernel) claim(w deviceWrite) (f *os.File, size, align int64, err error) {
-	f, size, align, err = k.claimChecked(w)
-	if err != nil && f != nil {
-		f.Close()
-		f = nil
-	}
-	return f, size, align, err
-}
-
-// claimChecked opens and checks; on a failure the descriptor it returns,
-// if any, is still open.
+// claimChecked is ClaimDevice's open and checks: the descriptor, the
+// device's size and the I/O alignment. On a failure the descriptor it
+// returns, if any, is still open.
 func (k sysKernel) claimChecked(w deviceWrite) (*os.File, int64, int64, error) {
 	path := w.Path
 	flags := os.O_RDWR | oDirect

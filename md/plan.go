@@ -837,11 +837,11 @@ func oursOnDisk(f arrayFacts, c *Candidate) bool {
 // and known is false: the kernel would refuse a number it holds (EBUSY),
 // but only after the new superblock was written.
 // A member named removing leaves before the new one's superblock is
-// written, so its number does not need to be known. A faulty member whose disk is gone
-// (pulled, so its superblock cannot be read) holds one of the numbers
-// that the in-sync members' 1.x superblocks mark faulty (0xfffe): the
-// kernel writes that role at a faulty member's number. All those numbers
-// count as used then.
+// written, so its number does not need to be known. A faulty member
+// whose disk is gone (pulled, so its superblock cannot be read) holds one
+// of the numbers that the in-sync members' 1.x superblocks mark faulty
+// (0xfffe): the kernel writes that role at a faulty member's number. All
+// those numbers count as used then.
 func usedDevNumbers(s *snapshot, removing string) (used map[uint32]bool, known bool) {
 	used, known = map[uint32]bool{}, true
 	src := cloneSource(s)
