@@ -214,6 +214,13 @@ func TestPathID(t *testing.T) {
 		c.Run(tt.name, func(c *qt.C) {
 			got, err := PathID(fsys, tt.dev)
 			c.Assert(got, qt.Equals, tt.want)
+			// The method on a described device gives the same answer
+			// without the partition probe.
+			if d, lerr := LookupIdentity(fsys, "/dev", tt.dev); lerr == nil {
+				got2, err2 := d.PathID(fsys)
+				c.Assert(got2, qt.Equals, got)
+				c.Assert(err2 == nil, qt.Equals, err == nil, qt.Commentf("%v, %v", err2, err))
+			}
 			if tt.isErr != nil {
 				c.Assert(err, qt.ErrorIs, tt.isErr)
 				return

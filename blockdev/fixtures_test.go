@@ -2,6 +2,7 @@ package blockdev
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,6 +43,18 @@ func TestFixtures(t *testing.T) {
 					c.Assert(err, qt.IsNil)
 					id, err := PathID(fsys, bl.Name)
 					c.Assert(err, qt.IsNil, qt.Commentf("%s", bl.Name))
+					id2, err := d.PathID(fsys)
+					c.Assert(err, qt.IsNil)
+					c.Assert(id2, qt.Equals, id)
+					// The virtio shortcut of identity leaves out nothing
+					// that probing every attribute finds on the real
+					// kernels' trees.
+					disk := d.Dir
+					if d.Partition > 0 {
+						disk = path.Dir(disk)
+					}
+					model, serial, wwn := probeIdentity(tree{fsys}, disk)
+					c.Assert([]string{d.Model, d.Serial, d.WWN}, qt.DeepEquals, []string{model, serial, wwn})
 					n, ok := strings.CutPrefix(d.Serial, "mdtest-")
 					if !ok {
 						continue

@@ -87,11 +87,26 @@ func pathIDs(fsys sysfs.FS, name string) (id, compat string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	t := tree{fsys}
-	suffix := ""
 	// A whole disk has no partition attribute: the failed open is cheaper
 	// than reading uevent.
-	if _, err := t.read(dir, "partition"); err == nil {
+	_, err = tree{fsys}.read(dir, "partition")
+	return pathIDsAt(fsys, name, dir, err == nil)
+}
+
+// PathID is [PathID] for a device already described: it takes the
+// directory and whether it is a partition from d, and reads only what
+// the walk up its parents needs.
+func (d *Device) PathID(fsys sysfs.FS) (string, error) {
+	id, _, err := pathIDsAt(fsys, d.Name, d.Dir, d.Partition > 0)
+	return id, err
+}
+
+// pathIDsAt is pathIDs for the device name at dir, a partition or a
+// whole disk.
+func pathIDsAt(fsys sysfs.FS, name, dir string, partition bool) (id, compat string, err error) {
+	t := tree{fsys}
+	suffix := ""
+	if partition {
 		// udev imports ID_PATH from the disk and adds -part%n, %n being
 		// the trailing digits of the partition's kernel name.
 		suffix = "-part" + sysnum(path.Base(dir))

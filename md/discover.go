@@ -487,15 +487,17 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	}
 	ms.Device = kname
 	ms.Path = path.Join(m.devRoot, kname)
+	pathID := func() (string, error) { return blockdev.PathID(fsys, kname) }
 	if d, err := blockdev.LookupIdentity(fsys, m.devRoot, kname); err == nil {
 		ms.Path = d.Node
 		ms.DevNum = d.Dev
 		ms.SizeBytes = d.Size
 		ms.Serial, ms.WWN, ms.Model = d.Serial, d.WWN, d.Model
+		pathID = func() (string, error) { return d.PathID(fsys) }
 	} else {
 		note("device", err)
 	}
-	if p, err := blockdev.PathID(fsys, kname); err == nil {
+	if p, err := pathID(); err == nil {
 		ms.ByPath = p
 	} else {
 		var pe *blockdev.PathIDError

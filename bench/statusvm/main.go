@@ -2,8 +2,11 @@
 // --verbose` on eight real arrays in the VM rig, in one run: the median
 // wall and CPU time, peak RSS and minor faults of interleaved calls.
 //
-//	go run ./bench/statusvm [-n 50] [-strace] [-costs] [-profile] [-capture]
+//	go run ./bench/statusvm [-n 50] [-old REV] [-strace] [-costs] [-profile] [-capture]
 //
+// -old REV also times `mdctl status` built from the git revision REV
+// (such as HEAD~1), interleaved with the others, so that a change is
+// measured against what it changes in one run;
 // -strace counts the system calls of each command and charges them to
 // arrays and members (syscalls.go); -costs times single system calls on
 // the arrays; -profile writes a CPU profile of in-process Discover calls;
@@ -47,12 +50,13 @@ func main() {
 	profile := flag.Bool("profile", false, "write a CPU profile of in-process Discover calls to bench/statusvm.prof")
 	costs := flag.Bool("costs", false, "time single system calls on the arrays (500 of each)")
 	trace := flag.Bool("strace", false, "also count system calls with the host's strace (copied into the guest)")
+	old := flag.String("old", "", "also time mdctl status built from this git revision")
 	flag.Parse()
 	var err error
 	if *guest {
-		err = runGuest(*n, *out, *trace, *profile, *costs)
+		err = runGuest(*n, *out, *old, *trace, *profile, *costs)
 	} else {
-		err = runHost(*n, *capture, *trace, *profile, *costs)
+		err = runHost(*n, *old, *capture, *trace, *profile, *costs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statusvm:", err)
@@ -60,7 +64,7 @@ func main() {
 	}
 }
 
-func runHost(n int, capture, trace, profile, costs bool) error {
+func runHost(n int, old string, capture, trace, profile, costs bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -78,6 +82,14 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 	}
 	if err := vmtest.BuildProgram(ctx, rig.Root, "./cmd/mdctl", mdctl); err != nil {
 		return err
+	}
+	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
+	if old != "" {
+		exe := filepath.Join(work, "mdctl-old")
+		if err := buildRevision(ctx, rig.Root, old, filepath.Join(work, "old"), exe); err != nil {
+			return err
+		}
+		files["/usr/bin/mdctl-old"] = exe
 	}
 	// The start-up floors (floor/): a Go hello world, and a program that
 	// links mdctl's dependencies and uses none of them.
@@ -98,6 +110,9 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 		return err
 	}
 	args := []string{"/vmtest/bin/statusvm", "-guest", "-n", fmt.Sprint(n)}
+	if old != "" {
+		args = append(args, "-old", old)
+	}
 	if capture || profile {
 		args = append(args, "-out", "/out")
 	}
@@ -107,7 +122,6 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 	if costs {
 		args = append(args, "-costs")
 	}
-	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
 	maps.Copy(files, floors)
 	if trace {
 		args = append(args, "-strace")
@@ -148,6 +162,32 @@ func runHost(n int, capture, trace, profile, costs bool) error {
 	}
 	fmt.Println("statusvm: wrote", dst)
 	return nil
+}
+
+// buildRevision builds mdctl as it was at the git revision rev of the
+// repository at root: the revision's tree is exported into dir.
+func buildRevision(ctx context.Context, root, rev, dir, out string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
+	archive.Dir = root
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	untar.Stdin = pipe
+	if err := untar.Start(); err != nil {
+		return err
+	}
+	if err := archive.Run(); err != nil {
+		return fmt.Errorf("git archive %s: %w", rev, err)
+	}
+	if err := untar.Wait(); err != nil {
+		return fmt.Errorf("unpacking %s: %w", rev, err)
+	}
+	return vmtest.BuildProgram(ctx, dir, "./cmd/mdctl", out)
 }
 
 // pciSlots maps the PCI slot of each virtio disk ("10" for
@@ -247,7 +287,7 @@ func median[T int64 | time.Duration](xs []T) T {
 	return xs[len(xs)/2]
 }
 
-func runGuest(n int, out string, trace, profile, costs bool) error {
+func runGuest(n int, out, old string, trace, profile, costs bool) error {
 	// Eight RAID1 arrays over sixteen disks, in the metadata versions
 	// mdadm offers, all clean.
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
@@ -286,6 +326,9 @@ func runGuest(n int, out string, trace, profile, costs bool) error {
 		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
 		{label: "floor: mdctl's dependencies", args: []string{"floor-deps"}},
 		{label: "floor: Go hello world", args: []string{"floor-hello"}},
+	}
+	if old != "" {
+		jobs = slices.Insert(jobs, 2, &job{label: "mdctl status at " + old, args: []string{"mdctl-old", "status"}})
 	}
 	for _, j := range jobs {
 		if _, err := measure(j.args[0], j.args[1:]...); err != nil {
