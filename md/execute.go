@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -84,9 +85,10 @@ type StepTiming struct {
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
 //     differs;
 //  3. freezes recovery if sync_action reads idle;
-//  4. claims the disk: opens it exclusively and with O_DIRECT, and
-//     checks through that descriptor that it is still the planned disk
-//     and blank (a refusal here leaves everything as it was);
+//  4. takes mdadm's map lock (Config.MapDir), waiting up to 10 s for
+//     it, and claims the disk: opens it exclusively and with O_DIRECT,
+//     and checks through that descriptor that it is still the planned
+//     disk and blank (a refusal here leaves everything as it was);
 //  5. removes the faulty member, retrying EBUSY a few times as mdadm
 //     does (only now, so that a refusal by that check removes nothing;
 //     before the write, so that the new member never shares the array
@@ -94,7 +96,9 @@ type StepTiming struct {
 //  6. writes the new member's superblock (and bitmap) through the claim,
 //     synced and read back, and closes it;
 //  7. adds the disk as a spare with ADD_NEW_DISK (right after the
-//     close: closing a written disk makes udev probe it);
+//     close: closing a written disk makes udev probe it, and mdadm
+//     --incremental, which takes the map lock before it opens a disk to
+//     add it, waits until the add is done), then releases the map lock;
 //  8. for a hot replace, marks the old member want_replacement;
 //  9. pins the new member to the target slot through dev-NEW/slot;
 //  10. unfreezes, and checks that raid_disks is unchanged and that the
@@ -227,20 +231,35 @@ type execution struct {
 	key     string
 	written bool
 	// claim is the candidate held open exclusively from StepClaim to
-	// StepWriteSuperblock.
-	claim claimedDevice
+	// StepWriteSuperblock; mapLock is mdadm's map lock, held from
+	// StepClaim to the end of StepAdd.
+	claim   claimedDevice
+	mapLock *mapfile.Lock
 	// removed is the faulty member this run (or the interrupted one whose
 	// freeze it adopted) removes or removed, kept in the freeze record.
 	removed string
 }
 
-// release closes a claim that was not written.
+// release closes a claim that was not written and releases the map
+// lock.
 func (x *execution) release() {
 	if x.claim != nil {
 		x.claim.Close()
 		x.claim = nil
 	}
+	x.unlockMap()
 }
+
+func (x *execution) unlockMap() {
+	if x.mapLock != nil {
+		x.mapLock.Unlock()
+		x.mapLock = nil
+	}
+}
+
+// mapLockWait bounds the wait for mdadm's map lock. mdadm holds it for
+// one incremental or assembly step, milliseconds to a second or two.
+const mapLockWait = 10 * time.Second
 
 // Retry policy for HOT_REMOVE_DISK's EBUSY. Before Linux 6.11 the kernel
 // itself waited (up to about 5 s) for a failed member's in-flight I/O to
@@ -300,6 +319,22 @@ func (x *execution) step(k StepKind) error {
 		x.froze = true
 		return nil
 	case StepClaim:
+		// From the close of the write to ADD_NEW_DISK the disk is
+		// unclaimed, and the close makes udev run mdadm --incremental on
+		// it, which could add the new spare itself. mdadm takes the map
+		// lock before it opens a disk to add it (Incremental.c;
+		// docs/assembly.md §2.1), so holding the lock until the add is
+		// done shuts it out. Taken before the claim: a refusal here
+		// changes nothing.
+		wait := x.m.ops.mapLockWait
+		if wait == 0 {
+			wait = mapLockWait
+		}
+		l, err := mapfile.Map{Dir: x.m.mapDir}.LockWithin(wait)
+		if err != nil {
+			return fmt.Errorf("md: taking mdadm's map lock (held by mdadm --incremental or --assemble while it adds disks): %w", err)
+		}
+		x.mapLock = l
 		w := deviceWrite{Path: p.Candidate.Path, Dev: p.candDev, Size: p.Candidate.SizeBytes,
 			LBS: p.lbs, MaxLBS: p.arrayLBS, Regions: p.regions}
 		if p.Resume == ResumeWritten {
@@ -326,7 +361,9 @@ func (x *execution) step(k StepKind) error {
 		x.claim = nil
 		return c.Write()
 	case StepAdd:
-		return addNewDisk(kern, x.m.fs, p)
+		err := addNewDisk(kern, x.m.fs, p)
+		x.unlockMap()
+		return err
 	case StepWantReplacement:
 		return kern.WriteState(p.Array, p.Replace.Device, sysfs.CmdWantReplacement)
 	case StepSetSlot:

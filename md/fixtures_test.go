@@ -105,6 +105,7 @@ func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	}
 	k := &fakeKernel{fs: m.fs}
 	m.ops = ops{k: k, runDir: filepath.Join(dir, "run"), mountInfo: mi}
+	m.mapDir = filepath.Join(dir, "mdadm")
 	return &replaceRig{m: m, k: k, fc: fc, dev: m.devRoot, name: fc.Info.Array}
 }
 

@@ -24,6 +24,9 @@ type ops struct {
 	// verifyTimeout bounds how long a replace waits for the rebuild to
 	// start after unfreezing; 0 means defaultVerifyTimeout.
 	verifyTimeout time.Duration
+	// mapLockWait bounds the wait for mdadm's map lock in a replace; 0
+	// means mapLockWait.
+	mapLockWait time.Duration
 	// diskNumbers asks the kernel which descriptor numbers below upTo the
 	// members of an array hold (GET_DISK_INFO); nil means it cannot be
 	// asked (tests on fixture trees).

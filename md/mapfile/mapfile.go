@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -204,7 +205,26 @@ type Lock struct {
 // Lock takes the map lock as mdadm does: create map.lock, flock it
 // exclusively, and if the file was unlinked meanwhile (its previous owner
 // released it), start again. The directory is created (0755) if missing.
-func (m Map) Lock() (*Lock, error) {
+func (m Map) Lock() (*Lock, error) { return m.lock(nil) }
+
+// ErrLockTimeout is matched by the error of [Map.LockWithin] when the
+// lock stayed held by another process for the whole wait.
+var ErrLockTimeout = errors.New("mapfile: the map lock stayed held by another process")
+
+// LockWithin is [Map.Lock] that gives up after wait: the error then
+// matches [ErrLockTimeout] and nothing was taken.
+func (m Map) LockWithin(wait time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(wait)
+	l, err := m.lock(&deadline)
+	if errors.Is(err, ErrLockTimeout) {
+		err = fmt.Errorf("%w (waited %v)", err, wait)
+	}
+	return l, err
+}
+
+// lock takes the lock, waiting until deadline when it is not nil and
+// without end otherwise.
+func (m Map) lock(deadline *time.Time) (*Lock, error) {
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("mapfile: %w", err)
 	}
@@ -214,7 +234,12 @@ func (m Map) Lock() (*Lock, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mapfile: %w", err)
 		}
-		if err := flock(f); err != nil {
+		if deadline == nil {
+			err = flock(f)
+		} else {
+			err = flockUntil(f, *deadline)
+		}
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("mapfile: lock %s: %w", p, err)
 		}
@@ -237,6 +262,27 @@ func flock(f *os.File) error {
 		if err != syscall.EINTR {
 			return err
 		}
+	}
+}
+
+// lockPoll is how often flockUntil tries again.
+const lockPoll = 5 * time.Millisecond
+
+// flockUntil takes f's lock exclusively, trying until deadline.
+func flockUntil(f *os.File, deadline time.Time) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case err == syscall.EINTR:
+			continue
+		case err != syscall.EWOULDBLOCK:
+			return err
+		case !time.Now().Before(deadline):
+			return ErrLockTimeout
+		}
+		time.Sleep(lockPoll)
 	}
 }
 

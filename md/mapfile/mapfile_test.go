@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	qt "github.com/frankban/quicktest"
 	"github.com/google/uuid"
@@ -121,4 +122,32 @@ func TestLockExcludes(t *testing.T) {
 	c.Assert(<-done, qt.IsNil)
 	got, _ = m.Read()
 	c.Assert(len(got), qt.Equals, 2)
+}
+
+func TestLockWithinGivesUp(t *testing.T) {
+	c := qt.New(t)
+	m := mapfile.Map{Dir: t.TempDir()}
+	l, err := m.Lock()
+	c.Assert(err, qt.IsNil)
+	start := time.Now()
+	_, err = m.LockWithin(30 * time.Millisecond)
+	c.Assert(err, qt.ErrorIs, mapfile.ErrLockTimeout)
+	c.Assert(time.Since(start) >= 30*time.Millisecond, qt.IsTrue)
+	// Giving up took nothing: the holder still holds it and can write.
+	c.Assert(l.Update(mapfile.Entry{Dev: "md2", Metadata: "1.2", UUID: "b1b2c3d4:00000000:11111111:22222222", Path: "/dev/md2"}), qt.IsNil)
+
+	// Released while another waits: the waiter gets it.
+	got := make(chan error)
+	go func() {
+		l2, err := m.LockWithin(time.Minute)
+		if err == nil {
+			err = l2.Unlock()
+		}
+		got <- err
+	}()
+	c.Assert(l.Unlock(), qt.IsNil)
+	c.Assert(<-got, qt.IsNil)
+	l3, err := m.LockWithin(0)
+	c.Assert(err, qt.IsNil)
+	c.Assert(l3.Unlock(), qt.IsNil)
 }

@@ -1,0 +1,89 @@
+//go:build vmtest
+
+package md
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	qt "github.com/frankban/quicktest"
+
+	"github.com/go-mdraid/mdraid/internal/vmtest/guest"
+)
+
+// TestVMReplaceHoldsOffIncremental: udev runs mdadm --incremental on the
+// new spare when the replace closes it after the write. That mdadm,
+// started right then, must wait for mdadm's map lock until the replace
+// has added the disk itself, and then find it taken: the replace ends as
+// planned, and mdadm adds nothing. Without the lock, mdadm opens the
+// unclaimed disk and adds it as a spare first.
+func TestVMReplaceHoldsOffIncremental(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 3)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/holdoff", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	m := vmManager(t)
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+	cand := disks[2]
+
+	var inc *exec.Cmd
+	var incOut bytes.Buffer
+	incDone := make(chan error, 1)
+	waited := false
+	m.ops.afterStep = func(k StepKind) error {
+		if k != StepWriteSuperblock {
+			return nil
+		}
+		// The disk is closed and carries the new spare superblock: what
+		// udev's rule runs for the change event of that close.
+		inc = exec.Command("mdadm", "--incremental", "--export", cand.Path, "--offroot")
+		inc.Stdout, inc.Stderr = &incOut, &incOut
+		c.Assert(inc.Start(), qt.IsNil)
+		go func() { incDone <- inc.Wait() }()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if flockWaiter(c, inc.Process.Pid) {
+				waited = true
+				return nil
+			}
+			if len(incDone) > 0 {
+				return nil // it ended without waiting: checked below
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		return nil
+	}
+	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path, Member: disks[1].Name})
+	m.ops.afterStep = nil
+	c.Assert(inc, qt.IsNotNil)
+	werr := <-incDone
+	t.Logf("replace: %v; mdadm --incremental: %v\n%s", err, werr, incOut.String())
+	c.Assert(err, qt.IsNil)
+	c.Check(waited, qt.IsTrue, qt.Commentf("mdadm --incremental did not wait for the map lock"))
+	c.Check(res.Slot, qt.Equals, 1)
+	c.Check(guest.ReadAttr(c, md, "dev-"+cand.Name+"/slot"), qt.Equals, "1")
+	c.Check(werr, qt.IsNotNil, qt.Commentf("mdadm --incremental added the disk"))
+	c.Check(strings.Contains(incOut.String(), "MD_STARTED"), qt.IsFalse)
+	c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
+	guest.Mdadm(c, "--stop", "/dev/"+md)
+}
+
+// flockWaiter reports whether /proc/locks shows pid waiting for a flock
+// ("N: -> FLOCK ADVISORY WRITE PID ...").
+func flockWaiter(c *qt.C, pid int) bool {
+	b, err := os.ReadFile("/proc/locks")
+	c.Assert(err, qt.IsNil)
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "->" && f[2] == "FLOCK" && f[5] == fmt.Sprint(pid) {
+			return true
+		}
+	}
+	return false
+}
