@@ -61,10 +61,11 @@ func TestVMReplaceHoldsOffIncremental(t *testing.T) {
 	}
 	res, err := m.Replace(ctx, ReplaceRequest{Array: md, With: cand.Path, Member: disks[1].Name})
 	m.ops.afterStep = nil
+	t.Logf("replace: %v", err)
+	c.Assert(err, qt.IsNil)
 	c.Assert(inc, qt.IsNotNil)
 	werr := <-incDone
-	t.Logf("replace: %v; mdadm --incremental: %v\n%s", err, werr, incOut.String())
-	c.Assert(err, qt.IsNil)
+	t.Logf("mdadm --incremental: %v\n%s", werr, incOut.String())
 	c.Check(waited, qt.IsTrue, qt.Commentf("mdadm --incremental did not wait for the map lock"))
 	c.Check(res.Slot, qt.Equals, 1)
 	c.Check(guest.ReadAttr(c, md, "dev-"+cand.Name+"/slot"), qt.Equals, "1")

@@ -28,7 +28,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -101,6 +100,11 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 		}
 		floors["/usr/bin/floor-"+f] = exe
 	}
+	ru := filepath.Join(work, "rusage")
+	if err := vmtest.BuildProgram(ctx, rig.Root, "./bench/statusvm/rusage", ru); err != nil {
+		return err
+	}
+	floors["/usr/bin/rusage"] = ru
 	disks, err := vmtest.ScratchDisks(work, 2*arrays, 64<<20)
 	if err != nil {
 		return err
@@ -262,22 +266,25 @@ type sample struct {
 	minflt    int64         // minor page faults
 }
 
-// measure runs a command once.
+// measure runs a command once, through rusage (rusage/): run from here,
+// a child's peak RSS would be at least this benchmark's own.
 func measure(name string, args ...string) (sample, error) {
-	cmd := exec.Command(name, args...)
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	out, err := exec.Command("rusage", append([]string{name}, args...)...).Output()
+	if err != nil {
+		return sample{}, fmt.Errorf("rusage %s: %v", name, err)
+	}
+	var wall, utime, stime int64
+	var s sample
+	var status int
+	if _, err := fmt.Sscan(string(out), &wall, &s.rss, &utime, &stime, &s.minflt, &status); err != nil {
+		return sample{}, fmt.Errorf("rusage %s: %q: %v", name, out, err)
+	}
 	// mdctl status exits 1 for a degraded array; none is degraded here,
 	// so any failure is real.
-	if err != nil {
-		return sample{}, fmt.Errorf("%s: %v", name, err)
+	if status != 0 {
+		return sample{}, fmt.Errorf("%s: exit status %d", name, status)
 	}
-	s := sample{wall: wall}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		s.rss, s.minflt = ru.Maxrss, ru.Minflt
-		s.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
-	}
+	s.wall, s.cpu = time.Duration(wall), time.Duration(utime+stime)
 	return s, nil
 }
 
