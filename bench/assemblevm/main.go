@@ -4,7 +4,11 @@
 // the two, in turn, whole process, and it reports the median wall time
 // of each and their ratio.
 //
-//	go run ./bench/assemblevm [-n 15]
+//	go run ./bench/assemblevm [-n 15] [-strace]
+//
+// -strace then runs one more assembly of each tool under strace -f -T
+// (the host's strace, copied into the guest) and prints where its
+// system-call time went: the total per call, ioctls by request.
 package main
 
 import (
@@ -28,12 +32,13 @@ const arrays = 8
 func main() {
 	guest := flag.Bool("guest", false, "run inside the VM")
 	n := flag.Int("n", 15, "rounds")
+	trace := flag.Bool("strace", false, "also trace one assembly of each tool")
 	flag.Parse()
 	var err error
 	if *guest {
-		err = runGuest(*n)
+		err = runGuest(*n, *trace)
 	} else {
-		err = runHost(*n)
+		err = runHost(*n, *trace)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "assemblevm:", err)
@@ -41,7 +46,7 @@ func main() {
 	}
 }
 
-func runHost(n int) error {
+func runHost(n int, trace bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -64,10 +69,18 @@ func runHost(n int) error {
 	if err != nil {
 		return err
 	}
+	files := map[string]string{"/vmtest/bin/assemblevm": self, "/usr/bin/mdctl": mdctl}
+	args := []string{"/vmtest/bin/assemblevm", "-guest", "-n", fmt.Sprint(n)}
+	if trace {
+		if err := vmtest.AddHostProgram(files, "strace"); err != nil {
+			return err
+		}
+		args = append(args, "-strace")
+	}
 	_, err = rig.Run(ctx, vmtest.Config{
-		Cmd:     []string{"/vmtest/bin/assemblevm", "-guest", "-n", fmt.Sprint(n)},
+		Cmd:     args,
 		Env:     []string{"MDADM_NO_UDEV=1"},
-		Files:   map[string]string{"/vmtest/bin/assemblevm": self, "/usr/bin/mdctl": mdctl},
+		Files:   files,
 		Disks:   disks,
 		CPUs:    2,
 		Timeout: 15 * time.Minute,
@@ -127,7 +140,7 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func runGuest(n int) error {
+func runGuest(n int, trace bool) error {
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
 	host, _ := os.Hostname()
 	for i := 0; i < arrays; i++ {
@@ -177,6 +190,76 @@ func runGuest(n int) error {
 		m := median(j.times)
 		fmt.Printf("RESULT %-26s median %9v (user CPU %v, system CPU %v), ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond),
 			median(j.usr).Round(100*time.Microsecond), median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
+	}
+	if trace {
+		for _, j := range jobs {
+			if err := reset(); err != nil {
+				return err
+			}
+			if err := traced(j.label, j.args); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// traced runs one assembly under strace -f -T and prints the system-call
+// time by call (ioctls by request), largest first.
+func traced(label string, args []string) error {
+	f := "/tmp/assemble.trace"
+	start := time.Now()
+	if o, err := sh("strace", append([]string{"-f", "-T", "-o", f}, args...)...); err != nil {
+		return fmt.Errorf("%v: %s", err, o)
+	}
+	wall := time.Since(start)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return err
+	}
+	type agg struct {
+		n     int
+		total time.Duration
+	}
+	by := map[string]*agg{}
+	var sum time.Duration
+	for _, line := range strings.Split(string(b), "\n") {
+		// "PID name(args) = ret <0.000123>"
+		_, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		open, closeT := strings.LastIndex(rest, "<"), strings.LastIndex(rest, ">")
+		paren := strings.Index(rest, "(")
+		if !ok || paren <= 0 || open < 0 || closeT < open {
+			continue
+		}
+		secs, err := time.ParseDuration(rest[open+1:closeT] + "s")
+		if err != nil {
+			continue
+		}
+		name := strings.TrimSpace(rest[:paren])
+		if name == "ioctl" {
+			a := strings.Split(rest[paren+1:], ",")
+			if len(a) > 1 {
+				name += " " + strings.TrimSpace(strings.TrimSuffix(a[1], ")"))
+			}
+		}
+		if by[name] == nil {
+			by[name] = &agg{}
+		}
+		by[name].n++
+		by[name].total += secs
+		sum += secs
+	}
+	names := make([]string, 0, len(by))
+	for k := range by {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return by[names[i]].total > by[names[j]].total })
+	fmt.Printf("TRACE %s: wall %v under strace, %v in system calls\n", label, wall.Round(time.Millisecond), sum.Round(time.Millisecond))
+	for i, k := range names {
+		if i == 15 {
+			break
+		}
+		fmt.Printf("TRACE %s: %-40s %5d calls %10v\n", label, k, by[k].n, by[k].total.Round(10*time.Microsecond))
 	}
 	return nil
 }

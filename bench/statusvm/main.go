@@ -129,7 +129,7 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 	maps.Copy(files, floors)
 	if trace {
 		args = append(args, "-strace")
-		if err := addStrace(files); err != nil {
+		if err := vmtest.AddHostProgram(files, "strace"); err != nil {
 			return err
 		}
 	}
@@ -212,31 +212,6 @@ func pciSlots() (map[string]string, error) {
 		}
 	}
 	return m, nil
-}
-
-// addStrace adds the host's strace and the shared libraries ldd names for
-// it to the guest's files, under the same paths.
-func addStrace(files map[string]string) error {
-	bin, err := exec.LookPath("strace")
-	if err != nil {
-		return fmt.Errorf("-strace needs strace on the host: %w", err)
-	}
-	files["/usr/bin/strace"] = bin
-	out, err := exec.Command("ldd", bin).Output()
-	if err != nil {
-		return fmt.Errorf("ldd %s: %w", bin, err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		// "libx.so => /lib/.../libx.so (0x...)"; the loader and vdso are
-		// the guest's own.
-		if len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/") {
-			if _, ok := files[f[2]]; !ok {
-				files[f[2]] = f[2]
-			}
-		}
-	}
-	return nil
 }
 
 // straceCount runs args under strace -f -c and returns strace's summary

@@ -120,3 +120,29 @@ func hasTag(file, tag string) (bool, error) {
 	}
 	return false, sc.Err()
 }
+
+// AddHostProgram adds the host's program name (found in PATH) and the
+// shared libraries ldd names for it to a guest's Files, under the same
+// paths, so that a benchmark can run a tool the guest lacks (strace).
+func AddHostProgram(files map[string]string, name string) error {
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return fmt.Errorf("vmtest: %s is needed on the host: %w", name, err)
+	}
+	files["/usr/bin/"+name] = bin
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return fmt.Errorf("vmtest: ldd %s: %w", bin, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		// "libx.so => /lib/.../libx.so (0x...)"; the loader and vdso are
+		// the guest's own.
+		if len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/") {
+			if _, ok := files[f[2]]; !ok {
+				files[f[2]] = f[2]
+			}
+		}
+	}
+	return nil
+}
