@@ -209,7 +209,7 @@ func runGuest(n int, trace bool) error {
 func traced(label string, args []string) error {
 	f := "/tmp/assemble.trace"
 	start := time.Now()
-	if o, err := sh("strace", append([]string{"-f", "-T", "-o", f}, args...)...); err != nil {
+	if o, err := sh("strace", append([]string{"-f", "-tt", "-T", "-o", f}, args...)...); err != nil {
 		return fmt.Errorf("%v: %s", err, o)
 	}
 	wall := time.Since(start)
@@ -223,24 +223,55 @@ func traced(label string, args []string) error {
 	}
 	by := map[string]*agg{}
 	var sum time.Duration
+	pending := map[string]string{} // PID -> the call of its "<unfinished ...>" line
+	var first, last time.Time
+	var runs []time.Time // when each RUN_ARRAY returned
 	for _, line := range strings.Split(string(b), "\n") {
-		// "PID name(args) = ret <0.000123>"
-		_, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		// "PID HH:MM:SS.micros name(args) = ret <0.000123>", or a call
+		// split in two by another thread: "... <unfinished ...>" and
+		// "PID HH:MM:SS.micros <... name resumed>...".
+		f := strings.SplitN(strings.TrimSpace(line), " ", 3)
+		if len(f) < 3 {
+			continue
+		}
+		pid, rest := f[0], f[2]
+		at, err := time.Parse("15:04:05.000000", f[1])
+		if err != nil {
+			continue
+		}
+		if first.IsZero() {
+			first = at
+		}
+		last = at
+		name := ""
+		if r, ok := strings.CutPrefix(rest, "<... "); ok {
+			name, _, _ = strings.Cut(r, " resumed>")
+			if p, ok := pending[pid]; ok {
+				name = p
+			}
+			delete(pending, pid)
+		} else if paren := strings.Index(rest, "("); paren > 0 {
+			name = rest[:paren]
+			if name == "ioctl" {
+				if a := strings.Split(rest[paren+1:], ","); len(a) > 1 {
+					name += " " + strings.TrimSpace(strings.TrimSuffix(a[1], ")"))
+				}
+			}
+			if strings.HasSuffix(rest, "<unfinished ...>") {
+				pending[pid] = name
+				continue
+			}
+		}
 		open, closeT := strings.LastIndex(rest, "<"), strings.LastIndex(rest, ">")
-		paren := strings.Index(rest, "(")
-		if !ok || paren <= 0 || open < 0 || closeT < open {
+		if name == "" || open < 0 || closeT < open {
 			continue
 		}
 		secs, err := time.ParseDuration(rest[open+1:closeT] + "s")
 		if err != nil {
 			continue
 		}
-		name := strings.TrimSpace(rest[:paren])
-		if name == "ioctl" {
-			a := strings.Split(rest[paren+1:], ",")
-			if len(a) > 1 {
-				name += " " + strings.TrimSpace(strings.TrimSuffix(a[1], ")"))
-			}
+		if name == "ioctl RUN_ARRAY" {
+			runs = append(runs, at)
 		}
 		if by[name] == nil {
 			by[name] = &agg{}
@@ -248,6 +279,16 @@ func traced(label string, args []string) error {
 		by[name].n++
 		by[name].total += secs
 		sum += secs
+	}
+	if len(runs) > 0 {
+		var gaps []string
+		prev := first
+		for _, r := range runs {
+			gaps = append(gaps, r.Sub(prev).Round(time.Millisecond).String())
+			prev = r
+		}
+		fmt.Printf("TRACE %s: from the first call to each RUN_ARRAY's return, and on: %s, then %v to the last call\n",
+			label, strings.Join(gaps, " "), last.Sub(prev).Round(time.Millisecond))
 	}
 	names := make([]string, 0, len(by))
 	for k := range by {
