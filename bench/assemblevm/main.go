@@ -33,7 +33,17 @@ func main() {
 	guest := flag.Bool("guest", false, "run inside the VM")
 	n := flag.Int("n", 15, "rounds")
 	trace := flag.Bool("strace", false, "also trace one assembly of each tool")
+	summary := flag.String("summarize", "", "print the summary of an strace -f -tt -T output file and exit")
 	flag.Parse()
+	if *summary != "" {
+		b, err := os.ReadFile(*summary)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "assemblevm:", err)
+			os.Exit(1)
+		}
+		summarize(*summary, b)
+		return
+	}
 	var err error
 	if *guest {
 		err = runGuest(*n, *trace)
@@ -217,6 +227,15 @@ func traced(label string, args []string) error {
 	if err != nil {
 		return err
 	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	fmt.Printf("TRACE %s: wall %v under strace; first line %q\n", label, wall.Round(time.Millisecond), first)
+	summarize(label, b)
+	return nil
+}
+
+// summarize prints where the system-call time of an strace -f -tt -T
+// output went.
+func summarize(label string, b []byte) {
 	type agg struct {
 		n     int
 		total time.Duration
@@ -230,12 +249,15 @@ func traced(label string, args []string) error {
 		// "PID HH:MM:SS.micros name(args) = ret <0.000123>", or a call
 		// split in two by another thread: "... <unfinished ...>" and
 		// "PID HH:MM:SS.micros <... name resumed>...".
-		f := strings.SplitN(strings.TrimSpace(line), " ", 3)
-		if len(f) < 3 {
+		pid, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
 			continue
 		}
-		pid, rest := f[0], f[2]
-		at, err := time.Parse("15:04:05.000000", f[1])
+		stamp, rest, ok := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		if !ok {
+			continue
+		}
+		at, err := time.Parse("15:04:05.000000", stamp)
 		if err != nil {
 			continue
 		}
@@ -295,12 +317,11 @@ func traced(label string, args []string) error {
 		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool { return by[names[i]].total > by[names[j]].total })
-	fmt.Printf("TRACE %s: wall %v under strace, %v in system calls\n", label, wall.Round(time.Millisecond), sum.Round(time.Millisecond))
+	fmt.Printf("TRACE %s: %d calls, %v in system calls\n", label, len(by), sum.Round(time.Millisecond))
 	for i, k := range names {
 		if i == 15 {
 			break
 		}
 		fmt.Printf("TRACE %s: %-40s %5d calls %10v\n", label, k, by[k].n, by[k].total.Round(10*time.Microsecond))
 	}
-	return nil
 }
