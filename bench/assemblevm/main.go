@@ -233,6 +233,23 @@ func traced(label string, args []string) error {
 	return nil
 }
 
+// pathClass names a path with its digits replaced by N, so that the
+// paths of different devices fall together.
+func pathClass(p string) string {
+	b := []byte(p)
+	out := make([]byte, 0, len(b))
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			if i > 0 && b[i-1] >= '0' && b[i-1] <= '9' {
+				continue
+			}
+			c = 'N'
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
 // summarize prints where the system-call time of an strace -f -tt -T
 // output went.
 func summarize(label string, b []byte) {
@@ -243,6 +260,7 @@ func summarize(label string, b []byte) {
 	by := map[string]*agg{}
 	var sum time.Duration
 	pending := map[string]string{} // PID -> the call of its "<unfinished ...>" line
+	paths := map[string]int{}      // "call path class" -> calls
 	var first, last time.Time
 	var runs []time.Time // when each RUN_ARRAY returned
 	for _, line := range strings.Split(string(b), "\n") {
@@ -273,13 +291,20 @@ func summarize(label string, b []byte) {
 			}
 			delete(pending, pid)
 		} else if paren := strings.Index(rest, "("); paren > 0 {
+			unfinished := strings.HasSuffix(rest, "<unfinished ...>")
+			rest = strings.TrimSuffix(rest, " <unfinished ...>")
 			name = rest[:paren]
 			if name == "ioctl" {
 				if a := strings.Split(rest[paren+1:], ","); len(a) > 1 {
 					name += " " + strings.TrimSpace(strings.TrimSuffix(a[1], ")"))
 				}
 			}
-			if strings.HasSuffix(rest, "<unfinished ...>") {
+			if q := strings.Index(rest, "\""); q >= 0 && (name == "newfstatat" || name == "openat" || name == "readlinkat" || name == "readlink") {
+				if e := strings.Index(rest[q+1:], "\""); e >= 0 {
+					paths[name+" "+pathClass(rest[q+1:q+1+e])]++
+				}
+			}
+			if unfinished {
 				pending[pid] = name
 				continue
 			}
@@ -311,6 +336,17 @@ func summarize(label string, b []byte) {
 		}
 		fmt.Printf("TRACE %s: from the first call to each RUN_ARRAY's return, and on: %s, then %v to the last call\n",
 			label, strings.Join(gaps, " "), last.Sub(prev).Round(time.Millisecond))
+	}
+	classes := make([]string, 0, len(paths))
+	for k := range paths {
+		classes = append(classes, k)
+	}
+	sort.Slice(classes, func(i, j int) bool { return paths[classes[i]] > paths[classes[j]] })
+	for i, k := range classes {
+		if i == 12 {
+			break
+		}
+		fmt.Printf("TRACE %s: paths: %5d %s\n", label, paths[k], k)
 	}
 	names := make([]string, 0, len(by))
 	for k := range by {
