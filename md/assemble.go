@@ -196,11 +196,21 @@ type probeCache struct {
 	m  map[string]sbResult
 }
 
-// withProbes returns a copy of m that remembers superblocks until the
-// kernel may have written them.
+// withProbes returns a copy of m for one Assemble or Incremental call:
+// it remembers superblocks until the kernel may have written them, and
+// where sysfs paths resolved to. Assembly asks for the same arrays again
+// and again (every device offered is compared with the arrays being
+// assembled), and each uncached look at /sys/block/mdN resolved every
+// component of the path anew: about 1,000 lstat calls for eight arrays
+// in the guest (bench/assemblevm -strace), each as dear as a read. The
+// resolutions stay true for the call: an array's directory and a
+// member's dev-* directory name the same device for as long as they
+// exist, a path that stops existing fails at its open as it would
+// uncached, and failed resolutions are not remembered.
 func (m *Manager) withProbes() *Manager {
 	c := *m
 	c.probes = &probeCache{m: map[string]sbResult{}}
+	c.fs = m.fs.WithCache()
 	return &c
 }
 
