@@ -4,7 +4,10 @@
 // the two, in turn, whole process, and it reports the median wall time
 // of each and their ratio.
 //
-//	go run ./bench/assemblevm [-n 15] [-strace]
+//	go run ./bench/assemblevm [-n 15] [-old REV] [-strace]
+//
+// -old REV also times `mdctl assemble --scan` built from the git
+// revision REV (such as HEAD~1) in the same rounds.
 //
 // -strace then runs one more assembly of each tool under strace -f -T
 // (the host's strace, copied into the guest) and prints where its
@@ -33,6 +36,7 @@ func main() {
 	guest := flag.Bool("guest", false, "run inside the VM")
 	n := flag.Int("n", 15, "rounds")
 	trace := flag.Bool("strace", false, "also trace one assembly of each tool")
+	old := flag.String("old", "", "also time mdctl assemble --scan built from this git revision")
 	summary := flag.String("summarize", "", "print the summary of an strace -f -tt -T output file and exit")
 	flag.Parse()
 	if *summary != "" {
@@ -46,9 +50,9 @@ func main() {
 	}
 	var err error
 	if *guest {
-		err = runGuest(*n, *trace)
+		err = runGuest(*n, *old, *trace)
 	} else {
-		err = runHost(*n, *trace)
+		err = runHost(*n, *old, *trace)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "assemblevm:", err)
@@ -56,7 +60,7 @@ func main() {
 	}
 }
 
-func runHost(n int, trace bool) error {
+func runHost(n int, old string, trace bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -81,6 +85,14 @@ func runHost(n int, trace bool) error {
 	}
 	files := map[string]string{"/vmtest/bin/assemblevm": self, "/usr/bin/mdctl": mdctl}
 	args := []string{"/vmtest/bin/assemblevm", "-guest", "-n", fmt.Sprint(n)}
+	if old != "" {
+		exe := filepath.Join(work, "mdctl-old")
+		if err := vmtest.BuildRevision(ctx, rig.Root, old, "./cmd/mdctl", filepath.Join(work, "old"), exe); err != nil {
+			return err
+		}
+		files["/usr/bin/mdctl-old"] = exe
+		args = append(args, "-old", old)
+	}
 	if trace {
 		if err := vmtest.AddHostProgram(files, "strace"); err != nil {
 			return err
@@ -150,7 +162,7 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func runGuest(n int, trace bool) error {
+func runGuest(n int, old string, trace bool) error {
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
 	host, _ := os.Hostname()
 	for i := 0; i < arrays; i++ {
@@ -167,13 +179,17 @@ func runGuest(n int, trace bool) error {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 	}
-	jobs := []struct {
+	type job struct {
 		label            string
 		args             []string
 		times, usr, sys_ []time.Duration
-	}{
+	}
+	jobs := []job{
 		{label: "mdadm --assemble --scan", args: []string{"mdadm", "--assemble", "--scan"}},
 		{label: "mdctl assemble --scan", args: []string{"mdctl", "assemble", "--scan"}},
+	}
+	if old != "" {
+		jobs = append(jobs, job{label: "mdctl at " + old, args: []string{"mdctl-old", "assemble", "--scan"}})
 	}
 	for i := -1; i < n; i++ { // round -1 warms up
 		for j := range jobs {

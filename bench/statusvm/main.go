@@ -85,7 +85,7 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 	files := map[string]string{"/vmtest/bin/statusvm": self, "/usr/bin/mdctl": mdctl}
 	if old != "" {
 		exe := filepath.Join(work, "mdctl-old")
-		if err := buildRevision(ctx, rig.Root, old, filepath.Join(work, "old"), exe); err != nil {
+		if err := vmtest.BuildRevision(ctx, rig.Root, old, "./cmd/mdctl", filepath.Join(work, "old"), exe); err != nil {
 			return err
 		}
 		files["/usr/bin/mdctl-old"] = exe
@@ -166,32 +166,6 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 	}
 	fmt.Println("statusvm: wrote", dst)
 	return nil
-}
-
-// buildRevision builds mdctl as it was at the git revision rev of the
-// repository at root: the revision's tree is exported into dir.
-func buildRevision(ctx context.Context, root, rev, dir, out string) error {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
-	archive.Dir = root
-	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
-	pipe, err := archive.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	untar.Stdin = pipe
-	if err := untar.Start(); err != nil {
-		return err
-	}
-	if err := archive.Run(); err != nil {
-		return fmt.Errorf("git archive %s: %w", rev, err)
-	}
-	if err := untar.Wait(); err != nil {
-		return fmt.Errorf("unpacking %s: %w", rev, err)
-	}
-	return vmtest.BuildProgram(ctx, dir, "./cmd/mdctl", out)
 }
 
 // pciSlots maps the PCI slot of each virtio disk ("10" for

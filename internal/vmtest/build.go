@@ -146,3 +146,31 @@ func AddHostProgram(files map[string]string, name string) error {
 	}
 	return nil
 }
+
+// BuildRevision builds the command pkg as it was at the git revision rev
+// of the repository at root into out, for benchmarks that compare a
+// change with what it changes in one run: the revision's tree is
+// exported into dir (which must not exist) and built there.
+func BuildRevision(ctx context.Context, root, rev, pkg, dir, out string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
+	archive.Dir = root
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	untar.Stdin = pipe
+	if err := untar.Start(); err != nil {
+		return err
+	}
+	if err := archive.Run(); err != nil {
+		return fmt.Errorf("vmtest: git archive %s: %w", rev, err)
+	}
+	if err := untar.Wait(); err != nil {
+		return fmt.Errorf("vmtest: unpacking %s: %w", rev, err)
+	}
+	return BuildProgram(ctx, dir, pkg, out)
+}
