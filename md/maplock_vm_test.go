@@ -32,7 +32,7 @@ func TestVMReplaceHoldsOffIncremental(t *testing.T) {
 	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
 	// Right after a fail the kernel shows "recover" until its md thread
 	// has looked for spares (seen on 6.1), and a replace refuses that
-	// ("wait for it to finish"), as a user would be told to.
+	// ("try again in a moment"): wait, as a user is told to.
 	for deadline := time.Now().Add(10 * time.Second); guest.ReadAttr(c, md, "sync_action") != "idle"; {
 		c.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("sync_action stays %q", guest.ReadAttr(c, md, "sync_action")))
 		time.Sleep(5 * time.Millisecond)

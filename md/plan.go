@@ -429,6 +429,12 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		p.adopted = f.freeze
 	case s.action == sysfs.ActionFrozen && p.Resume == ResumeNone && !oursOnDisk(f, c):
 		busy = "recovery is frozen by someone else (sync_action frozen)"
+	case s.action == sysfs.ActionRecover && s.progress.State == sysfs.ProgressNone && !rebuilding(a):
+		// Right after a member fails, the kernel shows "recover" until its
+		// md thread has looked for spares (docs/kernels.md §9): nothing is
+		// being rebuilt, and in a moment it reads idle or a rebuild runs.
+		busy = "the kernel shows a recovery pending (sync_action recover) but none is running yet (sync_completed none), as it does for a moment after a member fails"
+		advice = "; try again in a moment"
 	case s.action != "" && s.action != sysfs.ActionIdle && s.action != sysfs.ActionFrozen:
 		busy = fmt.Sprintf("a %s is running", s.action)
 	case s.progress.State == sysfs.ProgressDelayed:
@@ -538,6 +544,16 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 	planSteps(p)
 	return p, nil
+}
+
+// rebuilding reports whether a slot of a is being rebuilt or replaced.
+func rebuilding(a Array) bool {
+	for _, sl := range a.Slots {
+		if sl.State == SlotRebuilding || sl.Replacement != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // unreadFacts says which of the attributes named could not be read for

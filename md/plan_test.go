@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -918,4 +919,31 @@ func TestPlanReplaceNewerKernel(t *testing.T) {
 		c.Assert(err, qt.ErrorIs, errCandidateTooSmall)
 		c.Check(err, qt.ErrorMatches, `.*has 33554432 bytes, the array needs at least 67108864 \(63488 data sectors, the array uses 129024\)`)
 	})
+}
+
+// TestPlanRecoverPendingSaysTryAgain: right after a fail the kernel can
+// show "recover" with nothing running (docs/kernels.md §9); the refusal
+// says so and that it passes, where a recovery really running is named
+// as one.
+func TestPlanRecoverPendingSaysTryAgain(t *testing.T) {
+	for _, tt := range []struct {
+		progress sysfs.Progress
+		says     string
+	}{
+		{sysfs.Progress{State: sysfs.ProgressNone}, "none is running yet (sync_completed none), as it does for a moment after a member fails; try again in a moment"},
+		{sysfs.Progress{State: sysfs.ProgressRunning, Done: 10, Total: 100}, "a recover is running; wait for it to finish"},
+	} {
+		t.Run(string(tt.progress.State), func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, "raid1-degraded-missing")
+			path := r.candidate(t, "vdz", 64<<20)
+			f := r.facts(t, "")
+			f.s.action = sysfs.ActionRecover
+			f.s.progress = tt.progress
+			p, err := r.plan(f, path)
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Check(err, qt.ErrorMatches, ".*"+regexp.QuoteMeta(tt.says)+".*")
+			c.Check(p.Steps, qt.HasLen, 0)
+		})
+	}
 }
