@@ -85,20 +85,21 @@ type StepTiming struct {
 //     ErrPlanChanged (wrapping any refusal) if anything that matters
 //     differs;
 //  3. freezes recovery if sync_action reads idle;
-//  4. takes mdadm's map lock (Config.MapDir), waiting up to 10 s for
-//     it, and claims the disk: opens it exclusively and with O_DIRECT,
-//     and checks through that descriptor that it is still the planned
-//     disk and blank (a refusal here leaves everything as it was);
+//  4. claims the disk: opens it exclusively and with O_DIRECT, and
+//     checks through that descriptor that it is still the planned disk
+//     and blank (a refusal here leaves everything as it was);
 //  5. removes the faulty member, retrying EBUSY a few times as mdadm
 //     does (only now, so that a refusal by that check removes nothing;
 //     before the write, so that the new member never shares the array
 //     with the old one);
-//  6. writes the new member's superblock (and bitmap) through the claim,
-//     synced and read back, and closes it;
+//  6. takes mdadm's map lock (Config.MapDir), waiting up to 10 s for
+//     it, then writes the new member's superblock (and bitmap) through
+//     the claim, synced and read back, and closes it;
 //  7. adds the disk as a spare with ADD_NEW_DISK (right after the
 //     close: closing a written disk makes udev probe it, and mdadm
-//     --incremental, which takes the map lock before it opens a disk to
-//     add it, waits until the add is done), then releases the map lock;
+//     --incremental, which mdadm 4.2's rules run then and which takes
+//     the map lock before it opens a disk to add it, waits until the add
+//     is done), then releases the map lock;
 //  8. for a hot replace, marks the old member want_replacement;
 //  9. pins the new member to the target slot through dev-NEW/slot;
 //  10. unfreezes, and checks that raid_disks is unchanged and that the
@@ -232,7 +233,7 @@ type execution struct {
 	written bool
 	// claim is the candidate held open exclusively from StepClaim to
 	// StepWriteSuperblock; mapLock is mdadm's map lock, held from
-	// StepClaim to the end of StepAdd.
+	// StepWriteSuperblock to the end of StepAdd.
 	claim   claimedDevice
 	mapLock *mapfile.Lock
 	// removed is the faulty member this run (or the interrupted one whose
@@ -256,6 +257,36 @@ func (x *execution) unlockMap() {
 		x.mapLock = nil
 	}
 }
+
+// lockMap takes mdadm's map lock for the write and the add. From the
+// close of the write to ADD_NEW_DISK the disk is unclaimed, and with
+// mdadm 4.2's udev rules (Debian 12) the close makes udev run mdadm
+// --incremental on it, which could add the new spare itself. mdadm takes
+// the map lock before it reopens a disk to add it (Incremental.c;
+// docs/assembly.md §2.1), so holding the lock until the add is done
+// shuts it out. Until the close the claim's O_EXCL does, so the lock is
+// not held over the removal and its retries (seconds, on a member with
+// I/O stuck), which would stall every incremental assembly on the
+// machine.
+func (x *execution) lockMap() error {
+	wait := x.m.ops.mapLockWait
+	if wait == 0 {
+		wait = mapLockWait
+	}
+	l, err := mapfile.Map{Dir: x.m.mapDir}.LockWithin(wait)
+	switch {
+	case errors.Is(err, mapfile.ErrLockTimeout):
+		return fmt.Errorf("md: %w: mdadm's map lock, which mdadm and mdctl hold while they assemble or add disks, stayed held; try again once that is done: %w", errMapLocked, err)
+	case err != nil:
+		return fmt.Errorf("md: taking mdadm's map lock: %w", err)
+	}
+	x.mapLock = l
+	return nil
+}
+
+// errMapLocked: mdadm's map lock stayed held by another process. Nothing
+// was written, so a later attempt may succeed.
+var errMapLocked = errors.New("map lock held")
 
 // mapLockWait bounds the wait for mdadm's map lock. mdadm holds it for
 // one incremental or assembly step, milliseconds to a second or two.
@@ -319,22 +350,6 @@ func (x *execution) step(k StepKind) error {
 		x.froze = true
 		return nil
 	case StepClaim:
-		// From the close of the write to ADD_NEW_DISK the disk is
-		// unclaimed, and the close makes udev run mdadm --incremental on
-		// it, which could add the new spare itself. mdadm takes the map
-		// lock before it opens a disk to add it (Incremental.c;
-		// docs/assembly.md §2.1), so holding the lock until the add is
-		// done shuts it out. Taken before the claim: a refusal here
-		// changes nothing.
-		wait := x.m.ops.mapLockWait
-		if wait == 0 {
-			wait = mapLockWait
-		}
-		l, err := mapfile.Map{Dir: x.m.mapDir}.LockWithin(wait)
-		if err != nil {
-			return fmt.Errorf("md: taking mdadm's map lock (held by mdadm --incremental or --assemble while it adds disks): %w", err)
-		}
-		x.mapLock = l
 		w := deviceWrite{Path: p.Candidate.Path, Dev: p.candDev, Size: p.Candidate.SizeBytes,
 			LBS: p.lbs, MaxLBS: p.arrayLBS, Regions: p.regions}
 		if p.Resume == ResumeWritten {
@@ -349,6 +364,9 @@ func (x *execution) step(k StepKind) error {
 	case StepWriteSuperblock:
 		if x.claim == nil {
 			return &notWrittenError{fmt.Errorf("md: %s was not claimed before the write", p.Candidate.Path)}
+		}
+		if err := x.lockMap(); err != nil {
+			return &notWrittenError{err}
 		}
 		if x.froze && !x.written {
 			x.written = true
@@ -419,7 +437,9 @@ func memberGone(fsys sysfs.FS, array, device string) bool {
 
 // Retry policy for ADD_NEW_DISK's EBUSY: mdadm --incremental, run by
 // udev for the change event of the write's close, opens the disk
-// exclusively for a moment before it adds it (Incremental.c).
+// exclusively for a moment before it adds it (Incremental.c). Under our
+// map lock it waits instead; the retries are for one that does not (a
+// map file elsewhere, or a lock it failed to take: mdadm carries on).
 const (
 	addTries = 10
 	addWait  = 50 * time.Millisecond

@@ -327,7 +327,7 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 	}
 	m.fill(ctx, cfg.filler, d, cfg.dryRun)
 	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
-		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) {
+		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) || errors.Is(d.Err, errMapLocked) {
 		return // nothing written to the disk (a faulty member removed first changes the array's shape): the next pass decides afresh
 	}
 	d.Reason += "; not retried until the disk or the array changes"

@@ -418,3 +418,32 @@ func TestHealRefusesRecords(t *testing.T) {
 	c.Check(ds[0].Outcome, qt.Equals, Outcome(""))
 	c.Check(ds[0].Device, qt.Equals, "vdc")
 }
+
+// TestHealRetriesAfterMapLock: a replace that stopped because mdadm's
+// map lock stayed held (an assembly running at boot) wrote nothing to
+// the disk, so the watcher's next pass tries it again.
+func TestHealRetriesAfterMapLock(t *testing.T) {
+	c := qt.New(t)
+	fc := fixture.Named(t, "raid1-degraded-missing")
+	m, sys := fixtureSystem(t, fc)
+	plugDisk(t, sys, "vdc", "0000:00:11.0")
+	r, err := m.Discover(context.Background())
+	c.Assert(err, qt.IsNil)
+	a := r.Arrays[0]
+	healthy := healthyArray(2)
+	healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
+	healthy.Metadata, healthy.Name, healthy.Homehost = a.Metadata, a.Name, a.Homehost
+	rs := recordsOf(t, healthy)
+
+	locked := &ExecError{Array: a.Device, Step: StepWriteSuperblock, Err: &notWrittenError{fmt.Errorf("md: %w: stayed held", errMapLocked)}, State: "nothing was written to /dev/vdc."}
+	f := &fakeFiller{failing: locked}
+	var h HealHistory
+	h.failed = map[healAttempt]failedAttempt{}
+	for range 3 {
+		ds := m.heal(context.Background(), r, rs, healConfig{filler: f, failed: h.failed})
+		c.Assert(ds, qt.HasLen, 1)
+		c.Assert(ds[0].Outcome, qt.Equals, OutcomeFailed)
+		c.Check(ds[0].Reason, qt.Not(qt.Contains), "not retried")
+	}
+	c.Check(f.execs, qt.Equals, 3)
+}

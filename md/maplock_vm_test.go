@@ -77,6 +77,7 @@ func TestVMReplaceHoldsOffIncremental(t *testing.T) {
 	c.Check(res.Slot, qt.Equals, 1)
 	c.Check(guest.ReadAttr(c, md, "dev-"+cand.Name+"/slot"), qt.Equals, "1")
 	c.Check(werr, qt.IsNotNil, qt.Commentf("mdadm --incremental added the disk"))
+	c.Check(incOut.String(), qt.Contains, "cannot reopen "+cand.Path)
 	c.Check(strings.Contains(incOut.String(), "MD_STARTED"), qt.IsFalse)
 	c.Check(guest.ReadAttr(c, md, "raid_disks"), qt.Equals, "2")
 	guest.Mdadm(c, "--stop", "/dev/"+md)
@@ -94,4 +95,45 @@ func flockWaiter(c *qt.C, pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestVMReplaceRightAfterFail plans a replace over and over from the
+// moment a member is failed until the plan passes, and checks each
+// refusal against what sysfs showed just before and just after it: a
+// recovery pending with nothing running (sync_completed none) is told as
+// one that passes in a moment, a running one as running. It records what
+// the kernel shows in that moment (docs/kernels.md §9).
+func TestVMReplaceRightAfterFail(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 3)
+	ctx := context.Background()
+	md := createArray(c, "/dev/md/afterfail", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	m := vmManager(t)
+	state := func() string {
+		return guest.ReadAttr(c, md, "sync_action") + "/" + guest.ReadAttr(c, md, "sync_completed")
+	}
+	c.Assert(m.Fail(ctx, md, disks[1].Name), qt.IsNil)
+	var seen []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		before := state()
+		_, err := m.PlanReplace(ctx, ReplaceRequest{Array: md, With: disks[2].Path, Member: disks[1].Name})
+		after := state()
+		seen = append(seen, fmt.Sprintf("%s %s: %v", before, after, err))
+		if err == nil {
+			break
+		}
+		c.Assert(err, qt.ErrorIs, errArrayBusy, qt.Commentf("%s", strings.Join(seen, "\n")))
+		if before == after {
+			action, completed, _ := strings.Cut(before, "/")
+			switch {
+			case action == "recover" && completed == "none":
+				c.Check(err, qt.ErrorMatches, ".*try again in a moment.*")
+			case action == "recover":
+				c.Check(err, qt.ErrorMatches, ".*a recover is running.*")
+			}
+		}
+		c.Assert(time.Now().Before(deadline), qt.IsTrue, qt.Commentf("%s", strings.Join(seen, "\n")))
+	}
+	t.Logf("sync_action/sync_completed before and after each plan from the fail on:\n%s", strings.Join(seen, "\n"))
+	guest.Mdadm(c, "--stop", "/dev/"+md)
 }

@@ -39,9 +39,14 @@ type fakeKernel struct {
 	// slotState is what the new member's state reads once its slot is
 	// set ("spare" when empty: a member being rebuilt).
 	slotState string
+	// onCall, when set, runs at the start of every call, with its name.
+	onCall func(name string)
 }
 
 func (k *fakeKernel) record(name string, args ...any) error {
+	if k.onCall != nil {
+		k.onCall(name)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := make([]string, len(args))
