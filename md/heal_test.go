@@ -320,16 +320,8 @@ func TestHealGivenSnapshot(t *testing.T) {
 // TestHealFailureReportedOnce: its failure is reported once.)
 func TestHealNotRetried(t *testing.T) {
 	c := qt.New(t)
-	fc := fixture.Named(t, "raid1-degraded-missing")
-	m, sys := fixtureSystem(t, fc)
-	plugDisk(t, sys, "vdc", "0000:00:11.0")
-	r, err := m.Discover(context.Background())
-	c.Assert(err, qt.IsNil)
+	m, r, rs := degradedWithRecord(t)
 	a := r.Arrays[0]
-	healthy := healthyArray(2)
-	healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
-	healthy.Metadata, healthy.Name, healthy.Homehost = a.Metadata, a.Name, a.Homehost
-	rs := recordsOf(t, healthy)
 
 	addFails := &ExecError{Array: a.Device, Step: StepAdd, Err: fmt.Errorf("ADD_NEW_DISK: %w", unix.EINVAL), State: "the superblock on vdc was written"}
 	f := &fakeFiller{failing: addFails}
@@ -424,16 +416,8 @@ func TestHealRefusesRecords(t *testing.T) {
 // the disk, so the watcher's next pass tries it again.
 func TestHealRetriesAfterMapLock(t *testing.T) {
 	c := qt.New(t)
-	fc := fixture.Named(t, "raid1-degraded-missing")
-	m, sys := fixtureSystem(t, fc)
-	plugDisk(t, sys, "vdc", "0000:00:11.0")
-	r, err := m.Discover(context.Background())
-	c.Assert(err, qt.IsNil)
+	m, r, rs := degradedWithRecord(t)
 	a := r.Arrays[0]
-	healthy := healthyArray(2)
-	healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
-	healthy.Metadata, healthy.Name, healthy.Homehost = a.Metadata, a.Name, a.Homehost
-	rs := recordsOf(t, healthy)
 
 	locked := &ExecError{Array: a.Device, Step: StepWriteSuperblock, Err: &notWrittenError{fmt.Errorf("md: %w: stayed held", errMapLocked)}, State: "nothing was written to /dev/vdc."}
 	f := &fakeFiller{failing: locked}
@@ -446,4 +430,22 @@ func TestHealRetriesAfterMapLock(t *testing.T) {
 		c.Check(ds[0].Reason, qt.Not(qt.Contains), "not retried")
 	}
 	c.Check(f.execs, qt.Equals, 3)
+}
+
+// degradedWithRecord is the degraded raid1 capture with a blank disk
+// plugged into the port its record names for the missing slot.
+func degradedWithRecord(t *testing.T) (*Manager, *Report, *Records) {
+	t.Helper()
+	fc := fixture.Named(t, "raid1-degraded-missing")
+	m, sys := fixtureSystem(t, fc)
+	plugDisk(t, sys, "vdc", "0000:00:11.0")
+	r, err := m.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.Arrays[0]
+	healthy := healthyArray(2)
+	healthy.Device, healthy.Path, healthy.UUID = a.Device, a.Path, a.UUID
+	healthy.Metadata, healthy.Name, healthy.Homehost = a.Metadata, a.Name, a.Homehost
+	return m, r, recordsOf(t, healthy)
 }
