@@ -429,11 +429,13 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		p.adopted = f.freeze
 	case s.action == sysfs.ActionFrozen && p.Resume == ResumeNone && !oursOnDisk(f, c):
 		busy = "recovery is frozen by someone else (sync_action frozen)"
-	case s.action == sysfs.ActionRecover && s.progress.State == sysfs.ProgressNone && !rebuilding(a):
-		// Right after a member fails, the kernel shows "recover" until its
-		// md thread has looked for spares (docs/kernels.md §9): nothing is
-		// being rebuilt, and in a moment it reads idle or a rebuild runs.
-		busy = "the kernel shows a recovery pending (sync_action recover) but none is running yet (sync_completed none), as it does for a moment after a member fails"
+	case s.action == sysfs.ActionRecover && !rebuilding(a) &&
+		(s.progress.State == sysfs.ProgressNone || s.progress.State == sysfs.ProgressRunning && s.progress.Done == 0):
+		// Right after a member fails, the kernel shows "recover" with
+		// sync_completed "0 / N" until its md thread has looked for spares
+		// (docs/kernels.md §9): nothing is being rebuilt, and in a moment
+		// it reads idle, or a rebuild shows.
+		busy = "the kernel shows a recovery starting (sync_action recover) with nothing rebuilt yet and no slot being rebuilt, as it does for a moment after a member fails"
 		advice = "; try again in a moment"
 	case s.action != "" && s.action != sysfs.ActionIdle && s.action != sysfs.ActionFrozen:
 		busy = fmt.Sprintf("a %s is running", s.action)

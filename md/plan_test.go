@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -921,19 +922,20 @@ func TestPlanReplaceNewerKernel(t *testing.T) {
 	})
 }
 
-// TestPlanRecoverPendingSaysTryAgain: right after a fail the kernel can
-// show "recover" with nothing running (docs/kernels.md §9); the refusal
-// says so and that it passes, where a recovery really running is named
-// as one.
+// TestPlanRecoverPendingSaysTryAgain: right after a fail the kernel
+// shows "recover" with nothing rebuilt (sync_completed "0 / N", seen on
+// 6.1: docs/kernels.md §9); the refusal says so and that it passes, where
+// a recovery that has rebuilt something is named as running.
 func TestPlanRecoverPendingSaysTryAgain(t *testing.T) {
 	for _, tt := range []struct {
 		progress sysfs.Progress
 		says     string
 	}{
-		{sysfs.Progress{State: sysfs.ProgressNone}, "none is running yet (sync_completed none), as it does for a moment after a member fails; try again in a moment"},
+		{sysfs.Progress{State: sysfs.ProgressNone}, "nothing rebuilt yet and no slot being rebuilt, as it does for a moment after a member fails; try again in a moment"},
+		{sysfs.Progress{State: sysfs.ProgressRunning, Done: 0, Total: 129024}, "nothing rebuilt yet and no slot being rebuilt, as it does for a moment after a member fails; try again in a moment"},
 		{sysfs.Progress{State: sysfs.ProgressRunning, Done: 10, Total: 100}, "a recover is running; wait for it to finish"},
 	} {
-		t.Run(string(tt.progress.State), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %d", tt.progress.State, tt.progress.Done), func(t *testing.T) {
 			c := qt.New(t)
 			r := newReplaceRig(t, "raid1-degraded-missing")
 			path := r.candidate(t, "vdz", 64<<20)
