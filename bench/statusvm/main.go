@@ -303,6 +303,11 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 	uname, _ := sh("uname", "-r")
 	ver, _ := sh("mdadm", "--version")
 	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
+	// The guest's clock source: the Go runtime reads the clock often, and
+	// a guest that fell back from tsc (hpet, acpi_pm: an emulated device
+	// under TCG) makes every read slow.
+	cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	fmt.Printf("RESULT clock source %s\n", strings.TrimSpace(string(cs)))
 	fmt.Printf("RESULT %d arrays, %d interleaved calls each, 2 vCPU TCG guest; medians\n", arrays, n)
 	var base time.Duration
 	for i, j := range jobs {
