@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,13 +9,11 @@ import (
 	"time"
 
 	"github.com/dsnet/golib/unitconv"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
-	"github.com/go-mdraid/mdraid/md/metrics"
+	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -306,42 +303,15 @@ func syncLine(a *md.Array) string {
 	return line
 }
 
-// reportSource serves one report already taken to the metrics collector,
-// so that text, JSON and metrics agree.
-// With err set (the report could not be taken) it serves that error:
-// the collector then gives the scrape-error series.
-type reportSource struct {
-	r   *md.Report
-	err error
-}
-
-func (s reportSource) Discover(context.Context) (*md.Report, error) { return s.r, s.err }
-
-// renderPrometheus writes the report in the Prometheus text format through
-// the client library. An error returned after the metrics were written
-// says which were left out.
+// renderPrometheus writes the report in the Prometheus text format.
 func renderPrometheus(w io.Writer, r *md.Report) error { return renderMetrics(w, r, nil) }
 
 // renderMetrics is renderPrometheus; readErr is why no report could be
-// taken, and then only the scrape-error series is written.
+// taken, and then only the scrape-error series is written. A metric that
+// cannot be built is left out and counted in mdraid_collect_errors; the
+// error is the writer's.
 func renderMetrics(w io.Writer, r *md.Report, readErr error) error {
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(metrics.NewCollector(context.Background(), reportSource{r, readErr})); err != nil {
-		return err
-	}
-	// Gather returns what it could gather together with an error: the
-	// metrics that are fine are printed all the same.
-	mfs, gatherErr := reg.Gather()
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return err
-		}
-	}
-	if gatherErr != nil {
-		return fmt.Errorf("some metrics were left out: %s", escape.Lines(gatherErr.Error()))
-	}
-	return nil
+	return promtext.Write(w, promtext.Collect(r, readErr))
 }
 
 // recordedDisk names the disk a slot record remembers: its serial, or

@@ -14,7 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/go-mdraid/mdraid/md"
-	"github.com/go-mdraid/mdraid/md/metrics"
+	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/md/watch"
 )
@@ -55,12 +55,9 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if c.MetricsListen != "" {
-		var latest metrics.Latest
+		var latest promtext.Latest
 		opts.Snapshot = latest.Set
-		h, err := metricsHandler(ctx, &latest, logger)
-		if err != nil {
-			return &exitError{code: exitFailure, msg: err.Error()}
-		}
+		h := metricsHandler(&latest)
 		ls, err := listenMetrics(c.MetricsListen)
 		if err != nil {
 			return &exitError{code: exitFailure, msg: err.Error()}

@@ -12,10 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/go-mdraid/mdraid/md/metrics"
+	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 )
 
 // Timeouts of the metrics server. A scrape is served from a snapshot in
@@ -66,20 +63,14 @@ func listenMetrics(addr string) ([]net.Listener, error) {
 
 // metricsHandler serves /metrics, GET and HEAD only (405 for other
 // methods), from the snapshots src is given; every other path is 404.
-func metricsHandler(ctx context.Context, src metrics.Source, log *slog.Logger) (http.Handler, error) {
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(metrics.NewCollector(ctx, src)); err != nil {
-		return nil, err
-	}
+// The metrics that can be built are served all the same when some
+// cannot (mdraid_collect_errors counts those), as mdctl status
+// --format=prometheus prints them.
+func metricsHandler(src promtext.Source) http.Handler {
 	mux := http.NewServeMux()
 	// "GET" also matches HEAD; other methods get 405 with Allow.
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		// The metrics that are fine are served all the same, as
-		// mdctl status --format=prometheus prints them.
-		ErrorHandling: promhttp.ContinueOnError,
-		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
-	}))
-	return mux, nil
+	mux.Handle("GET /metrics", promtext.Handler(src))
+	return mux
 }
 
 // serveMetrics serves h on ls until ctx is done, then shuts the server

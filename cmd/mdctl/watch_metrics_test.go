@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/go-mdraid/mdraid/md"
-	"github.com/go-mdraid/mdraid/md/metrics"
+	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 )
 
 // TestListenMetrics: a bare :PORT listens on loopback only, on both
@@ -65,11 +65,10 @@ var discard = slog.New(slog.DiscardHandler)
 
 // startMetrics serves the metrics of l on a loopback port until the test
 // ends and returns the URL of /metrics.
-func startMetrics(t *testing.T, l *metrics.Latest) (url string, stop func()) {
+func startMetrics(t *testing.T, l *promtext.Latest) (url string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := metricsHandler(ctx, l, discard)
-	qt.Assert(t, err, qt.IsNil)
+	h := metricsHandler(l)
 	ls, err := listenMetrics("127.0.0.1:0")
 	qt.Assert(t, err, qt.IsNil)
 	done := serveMetrics(ctx, ls, h, discard, func(err error) { t.Errorf("serve: %v", err) })
@@ -114,7 +113,7 @@ func parseMetrics(body string) error {
 // every other path.
 func TestMetricsServer(t *testing.T) {
 	c := qt.New(t)
-	var l metrics.Latest
+	var l promtext.Latest
 	url, _ := startMetrics(t, &l)
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
@@ -161,7 +160,7 @@ func TestMetricsServer(t *testing.T) {
 // answer (run with -race).
 func TestMetricsConcurrentScrapes(t *testing.T) {
 	c := qt.New(t)
-	var l metrics.Latest
+	var l promtext.Latest
 	r := fixtureReport(t, "eight-arrays")
 	l.Set(r, nil)
 	url, _ := startMetrics(t, &l)
@@ -225,12 +224,11 @@ func TestMetricsConcurrentScrapes(t *testing.T) {
 func TestMetricsServerNoLeak(t *testing.T) {
 	c := qt.New(t)
 	before := runtime.NumGoroutine()
-	var l metrics.Latest
+	var l promtext.Latest
 	l.Set(fixtureReport(t, "boot-mirror"), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, err := metricsHandler(ctx, &l, discard)
-	c.Assert(err, qt.IsNil)
+	h := metricsHandler(&l)
 	ls, err := listenMetrics(":0")
 	c.Assert(err, qt.IsNil)
 	done := serveMetrics(ctx, ls, h, discard, func(err error) { t.Errorf("serve: %v", err) })

@@ -57,6 +57,14 @@
 // mdraid_array_sync_progress_ratio, under a name that is there only
 // while a scrub runs, not a rebuild.
 //
+// # Without the client library
+//
+// Package md/metrics/promtext builds the same metrics (Collector is built
+// on its Collect) and writes them in the text format, byte for byte as
+// a registry and expfmt write this Collector's, without linking the
+// Prometheus client: mdctl status --format=prometheus and mdctl watch
+// --metrics-listen use it.
+//
 // # Snapshots
 //
 // NewCollector with an *md.Manager reads sysfs on every scrape. A daemon
@@ -78,235 +86,80 @@ package metrics
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/go-mdraid/mdraid/internal/escape"
-	"github.com/go-mdraid/mdraid/md"
-	"github.com/go-mdraid/mdraid/sysfs"
+	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 )
 
-// Source produces a status report; *md.Manager is one.
-type Source interface {
-	Discover(ctx context.Context) (*md.Report, error)
-}
+// Source produces a status report; *md.Manager and *Latest are sources.
+type Source = promtext.Source
+
+// Latest is a Source that serves the snapshot most recently given to its
+// Set (promtext.Latest).
+type Latest = promtext.Latest
+
+// ErrNoSnapshot is the error of Latest.Discover before the first Set.
+var ErrNoSnapshot = promtext.ErrNoSnapshot
 
 // Collector is a prometheus.Collector of md status.
 type Collector struct {
-	src Source
-	ctx context.Context
+	src   Source
+	ctx   context.Context
+	descs []*prometheus.Desc          // in the order of promtext.Families
+	byFam map[string]*prometheus.Desc // by family name
 }
 
 // NewCollector returns a Collector that calls src.Discover on every scrape.
 func NewCollector(ctx context.Context, src Source) *Collector {
-	return &Collector{src: src, ctx: ctx}
+	c := &Collector{src: src, ctx: ctx, byFam: map[string]*prometheus.Desc{}}
+	for _, f := range promtext.Families() {
+		d := prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
+		c.descs = append(c.descs, d)
+		c.byFam[f.Name] = d
+	}
+	return c
 }
-
-var (
-	memberLabels = []string{"device", "member", "slot", "by_path"}
-
-	descState = prometheus.NewDesc("node_md_state",
-		"Indicates the state of md-device.", []string{"device", "state"}, nil)
-	descDisks = prometheus.NewDesc("node_md_disks",
-		"Number of active/failed/spare disks of device.", []string{"device", "state"}, nil)
-	descDisksRequired = prometheus.NewDesc("node_md_disks_required",
-		"Total number of disks of device.", []string{"device"}, nil)
-	descRaidDisks = prometheus.NewDesc("node_md_raid_disks",
-		"Number of raid disks on disk.", []string{"device"}, nil)
-	descDegraded = prometheus.NewDesc("node_md_degraded",
-		"Number of degraded disks on device.", []string{"device"}, nil)
-	descBlocks = prometheus.NewDesc("node_md_blocks",
-		"Total number of blocks on device.", []string{"device"}, nil)
-	descBlocksSynced = prometheus.NewDesc("node_md_blocks_synced",
-		"Number of blocks synced on device.", []string{"device"}, nil)
-
-	descInfo = prometheus.NewDesc("mdraid_array_info",
-		"Identity of an md array; always 1.", []string{"device", "uuid", "name", "homehost", "level", "metadata"}, nil)
-	descAvail = prometheus.NewDesc("mdraid_array_availability",
-		"1 for the array's current availability (online, degraded, failed, inactive, read-only).", []string{"device", "availability"}, nil)
-	descRed = prometheus.NewDesc("mdraid_array_redundancy",
-		"1 for the array's current redundancy (full, reduced, none).", []string{"device", "redundancy"}, nil)
-	descProgress = prometheus.NewDesc("mdraid_array_sync_progress_ratio",
-		"Progress of the running sync, 0 to 1, from the kernel's last checkpoint.", []string{"device", "action"}, nil)
-	descSpeed = prometheus.NewDesc("mdraid_array_sync_speed_bytes",
-		"Current speed of the running sync in bytes per second.", []string{"device", "action"}, nil)
-	descETA = prometheus.NewDesc("mdraid_array_sync_eta_seconds",
-		"Estimated time left for the running sync at its current speed.", []string{"device", "action"}, nil)
-	descMismatch = prometheus.NewDesc("mdraid_array_mismatch_sectors",
-		"The kernel's mismatch_cnt: 512-byte sectors found inconsistent by the last check, repair or resync; reset when one starts.", []string{"device"}, nil)
-	descLastSync = prometheus.NewDesc("mdraid_array_last_sync_action",
-		"1 for the kind of the last sync since the array started (check, repair, resync, recover, reshape; idle for none).", []string{"device", "action"}, nil)
-	descCheckPos = prometheus.NewDesc("mdraid_array_check_position_ratio",
-		"Position of the running check or repair, 0 to 1, from the kernel's last checkpoint.", []string{"device", "action"}, nil)
-	descLastCheck = prometheus.NewDesc("mdraid_array_last_check_finish_time_seconds",
-		"Unix time the last completed check or repair finished, from the check records of a store (md.Array.LastCheck).", []string{"device", "action"}, nil)
-	descSlotMissing = prometheus.NewDesc("mdraid_slot_missing",
-		"1 for each slot that no member holds.", []string{"device", "slot"}, nil)
-	descArrayErrors = prometheus.NewDesc("mdraid_array_errors",
-		"1 when part of the array's status could not be read.", []string{"device"}, nil)
-	descMemberInfo = prometheus.NewDesc("mdraid_member_info",
-		"Identity of an array member; always 1.", append(append([]string{}, memberLabels...), "serial", "wwn"), nil)
-	descMemberState = prometheus.NewDesc("mdraid_member_state",
-		"1 for each state flag the kernel shows for the member.", append(append([]string{}, memberLabels...), "state"), nil)
-	descMemberErrors = prometheus.NewDesc("mdraid_member_read_errors_total",
-		"Corrected read errors counted by the kernel for the member.", memberLabels, nil)
-	descMemberEvents = prometheus.NewDesc("mdraid_member_events",
-		"Event count in the member's superblock.", memberLabels, nil)
-	descMemberBad = prometheus.NewDesc("mdraid_member_bad_blocks",
-		"Number of bad-block ranges recorded for the member.", memberLabels, nil)
-	descScrapeError = prometheus.NewDesc("mdraid_scrape_error",
-		"1 when the list of md arrays could not be read.", nil, nil)
-	descCollectErrors = prometheus.NewDesc("mdraid_collect_errors",
-		"Number of metrics of this scrape left out because they could not be built.", nil, nil)
-)
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descDisks, descDisksRequired, descRaidDisks,
-		descDegraded, descBlocks, descBlocksSynced, descInfo, descAvail, descRed, descProgress,
-		descSpeed, descETA, descMismatch, descLastSync, descCheckPos, descLastCheck, descSlotMissing, descArrayErrors, descMemberInfo, descMemberState,
-		descMemberErrors, descMemberEvents, descMemberBad, descScrapeError, descCollectErrors} {
+	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. A metric that the client
+// refuses to build is left out and counted in mdraid_collect_errors, as
+// promtext.Collect counts the ones it leaves out.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	e := &emitter{ch: ch}
-	defer func() { e.gauge(descCollectErrors, float64(e.failed)) }()
 	r, err := c.src.Discover(c.ctx)
-	if err != nil {
-		e.gauge(descScrapeError, 1)
-		return
-	}
-	e.gauge(descScrapeError, 0)
-	for i := range r.Arrays {
-		collectArray(e, &r.Arrays[i])
-	}
-}
-
-// emitter sends metrics, escaping every label value; a metric that cannot
-// be built is counted and left out.
-type emitter struct {
-	ch     chan<- prometheus.Metric
-	failed int
-}
-
-func (e *emitter) metric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-	esc := make([]string, len(labels))
-	for i, l := range labels {
-		esc[i] = escape.Text(l)
-	}
-	m, err := prometheus.NewConstMetric(d, t, v, esc...)
-	if err != nil {
-		e.failed++
-		return
-	}
-	e.ch <- m
-}
-
-func (e *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
-	e.metric(d, prometheus.GaugeValue, v, labels...)
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func collectArray(e *emitter, a *md.Array) {
-	dev := a.Device
-	// node_md_state, as node_exporter's sysfs collector derives it.
-	state := "active"
-	switch {
-	case a.Availability == md.Inactive:
-		state = "inactive"
-	case a.Activity.Kind == sysfs.ActionRecover:
-		state = "recovering"
-	case a.Activity.Kind == sysfs.ActionResync || a.Activity.Kind == sysfs.ActionRepair:
-		state = "resync"
-	case a.Activity.Kind == sysfs.ActionCheck:
-		state = "check"
-	}
-	for _, s := range []string{"active", "inactive", "recovering", "resync", "check"} {
-		e.gauge(descState, b2f(s == state), dev, s)
-	}
-	e.gauge(descDisks, float64(a.Counts.Active), dev, "active")
-	e.gauge(descDisks, float64(a.Counts.Failed), dev, "failed")
-	e.gauge(descDisks, float64(a.Counts.Spare), dev, "spare")
-	e.gauge(descDisksRequired, float64(a.RaidDisks), dev)
-	e.gauge(descRaidDisks, float64(a.RaidDisks), dev)
-	e.gauge(descDegraded, float64(a.Degraded), dev)
-	e.gauge(descBlocks, float64(a.SizeBytes/1024), dev)
-	synced := a.SizeBytes / 1024
-	if a.Activity.TotalSectors > 0 {
-		synced = uint64(float64(synced) * float64(a.Activity.DoneSectors) / float64(a.Activity.TotalSectors))
-	}
-	e.gauge(descBlocksSynced, float64(synced), dev)
-
-	e.gauge(descInfo, 1, dev, a.UUID, a.Name, a.Homehost, a.Level, a.Metadata)
-	for _, v := range []md.Availability{md.Online, md.Degraded, md.Failed, md.Inactive, md.ReadOnly} {
-		e.gauge(descAvail, b2f(v == a.Availability), dev, string(v))
-	}
-	for _, v := range []md.Redundancy{md.Full, md.Reduced, md.NoRedundancy} {
-		e.gauge(descRed, b2f(v == a.Redundancy), dev, string(v))
-	}
-	if k := a.Activity.Kind; k != sysfs.ActionIdle && k != sysfs.ActionFrozen && a.Activity.TotalSectors > 0 {
-		e.gauge(descProgress, a.Activity.Percent/100, dev, string(k))
-		e.gauge(descSpeed, float64(a.Activity.SpeedKiBs)*1024, dev, string(k))
-		e.gauge(descETA, float64(a.Activity.ETASeconds), dev, string(k))
-		if k == sysfs.ActionCheck || k == sysfs.ActionRepair {
-			e.gauge(descCheckPos, float64(a.Activity.DoneSectors)/float64(a.Activity.TotalSectors), dev, string(k))
+	var errs *promtext.Metric
+	failed := 0.0
+	for _, m := range promtext.Collect(r, err) {
+		if m.Family.Name == "mdraid_collect_errors" {
+			errs = &m
+			continue
 		}
-	}
-	if a.MismatchSectors != nil {
-		e.gauge(descMismatch, float64(*a.MismatchSectors), dev)
-	}
-	if a.LastSyncAction != "" {
-		e.gauge(descLastSync, 1, dev, string(a.LastSyncAction))
-	}
-	if lc := a.LastCheck; lc != nil && !lc.Finished.IsZero() {
-		e.gauge(descLastCheck, float64(lc.Finished.Unix()), dev, string(lc.Action))
-	}
-	e.gauge(descArrayErrors, b2f(len(a.Errors) > 0), dev)
-	for _, s := range a.Slots {
-		if s.Member == nil {
-			e.gauge(descSlotMissing, 1, dev, strconv.Itoa(s.Slot))
+		t := prometheus.GaugeValue
+		if m.Family.Type == promtext.Counter {
+			t = prometheus.CounterValue
 		}
-		for _, m := range []*md.Member{s.Member, s.Replacement} {
-			if m != nil {
-				collectMember(e, dev, m)
-			}
+		d := c.byFam[m.Family.Name]
+		if d == nil {
+			failed++
+			continue
 		}
-	}
-	for i := range a.Spares {
-		collectMember(e, dev, &a.Spares[i])
-	}
-	for i := range a.Faulty {
-		collectMember(e, dev, &a.Faulty[i])
-	}
-}
-
-func collectMember(e *emitter, dev string, m *md.Member) {
-	slot := "none"
-	if m.Slot >= 0 {
-		slot = strconv.Itoa(m.Slot)
-	}
-	l := []string{dev, m.Device, slot, m.ByPath}
-	e.gauge(descMemberInfo, 1, append(l, m.Serial, m.WWN)...)
-	seen := map[sysfs.MemberFlag]bool{}
-	for _, f := range m.Flags {
-		if !seen[f] { // a flag listed twice would be a duplicate metric
-			seen[f] = true
-			e.gauge(descMemberState, 1, append(l, string(f))...)
+		pm, err := prometheus.NewConstMetric(d, t, m.Value, m.Values...)
+		if err != nil {
+			failed++
+			continue
 		}
+		ch <- pm
 	}
-	e.metric(descMemberErrors, prometheus.CounterValue, float64(m.ReadErrors), l...)
-	if m.Events != nil {
-		e.gauge(descMemberEvents, float64(*m.Events), l...)
+	if errs != nil {
+		failed += errs.Value
 	}
-	e.gauge(descMemberBad, float64(m.BadBlocks), l...)
+	if pm, err := prometheus.NewConstMetric(c.byFam["mdraid_collect_errors"], prometheus.GaugeValue, failed); err == nil {
+		ch <- pm
+	}
 }

@@ -13,9 +13,6 @@ import (
 	_ "github.com/google/renameio/v2"
 	_ "github.com/google/uuid"
 	_ "github.com/posener/complete"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/prometheus/client_golang/prometheus/promhttp"
-	_ "github.com/prometheus/common/expfmt"
 	_ "github.com/willabides/kongplete"
 	_ "golang.org/x/sys/unix"
 )

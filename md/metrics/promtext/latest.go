@@ -1,4 +1,4 @@
-package metrics
+package promtext
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 )
 
 // ErrNoSnapshot is the error of Latest.Discover before the first Set.
-var ErrNoSnapshot = errors.New("md/metrics: no snapshot taken yet")
+var ErrNoSnapshot = errors.New("md/metrics/promtext: no snapshot taken yet")
 
 // Latest is a Source that serves the report most recently given to Set,
 // for a daemon that takes snapshots anyway (watch.Options.Snapshot): a
 // scrape then reads nothing from sysfs, and every scrape between two
 // snapshots sees the same one. Before the first Set, and after a Set with
-// an error, Discover fails, and a Collector on it reports
-// mdraid_scrape_error 1 and no array series, as mdctl status does when
-// it cannot read the array list.
+// an error, Discover fails, and a scrape of it (Collect, Write, Handler
+// or md/metrics.Collector) reports mdraid_scrape_error 1 and no array
+// series, as mdctl status does when it cannot read the array list.
 //
 // The zero value is ready to use; Latest is safe for concurrent use. The
 // reports given to Set must not be changed afterwards.
@@ -32,7 +32,7 @@ type Latest struct {
 // Its signature is that of watch.Options.Snapshot.
 func (l *Latest) Set(r *md.Report, err error) {
 	if r == nil && err == nil {
-		err = errors.New("md/metrics: snapshot without a report")
+		err = errors.New("md/metrics/promtext: snapshot without a report")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
