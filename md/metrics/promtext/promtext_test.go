@@ -122,6 +122,11 @@ func TestSameAsClient(t *testing.T) {
 		qt.Check(t, got, qt.Equals, viaClient(t, src))
 		parse(t, got)
 		qt.Check(t, got, qt.Contains, `serial="S\"\\\\\\xff\\x1b[2J"`)
+		qt.Check(t, got, qt.Contains, `homehost="vm\"test\\\\",level="raid1",metadata="1.2",name="a7\\x0a\\xff"`)
+		// One hostile member blinds no array: all eight are there, and
+		// nothing was left out.
+		qt.Check(t, strings.Count(got, "\nnode_md_degraded{"), qt.Equals, 8)
+		qt.Check(t, got, qt.Contains, "\nmdraid_collect_errors 0\n")
 	})
 	t.Run("no report", func(t *testing.T) {
 		src := fixed{err: errors.New("reading /sys/block: permission denied")}
