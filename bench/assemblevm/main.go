@@ -4,10 +4,17 @@
 // the two, in turn, whole process, and it reports the median wall time
 // of each and their ratio.
 //
-//	go run ./bench/assemblevm [-n 15] [-old REV] [-strace]
+//	go run ./bench/assemblevm [-n 15] [-old REV] [-strace] [-profile]
 //
 // -old REV also times `mdctl assemble --scan` built from the git
 // revision REV (such as HEAD~1) in the same rounds.
+//
+// Each round also times bench/assemblevm/floor, which does only the
+// kernel's part of the assembly (new_array, SET_ARRAY_INFO, ADD_NEW_DISK,
+// RUN_ARRAY) with no reads and no checks: the floor under either tool.
+//
+// -profile then writes a CPU profile of n in-process md.Manager.Assemble
+// calls (each after a reset) to bench/assemblevm.prof.
 //
 // -strace then runs one more assembly of each tool under strace -f -T
 // (the host's strace, copied into the guest) and prints where its
@@ -22,12 +29,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-mdraid/mdraid/internal/vmtest"
+	"github.com/go-mdraid/mdraid/md"
 )
 
 const arrays = 8
@@ -37,6 +47,8 @@ func main() {
 	n := flag.Int("n", 15, "rounds")
 	trace := flag.Bool("strace", false, "also trace one assembly of each tool")
 	old := flag.String("old", "", "also time mdctl assemble --scan built from this git revision")
+	profile := flag.Bool("profile", false, "also write a CPU profile of in-process Assemble calls to bench/assemblevm.prof")
+	out := flag.String("out", "", "in the guest: the directory the profile is written to")
 	summary := flag.String("summarize", "", "print the summary of an strace -f -tt -T output file and exit")
 	flag.Parse()
 	if *summary != "" {
@@ -50,9 +62,9 @@ func main() {
 	}
 	var err error
 	if *guest {
-		err = runGuest(*n, *old, *trace)
+		err = runGuest(*n, *old, *trace, *out, *profile)
 	} else {
-		err = runHost(*n, *old, *trace)
+		err = runHost(*n, *old, *trace, *profile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "assemblevm:", err)
@@ -60,7 +72,7 @@ func main() {
 	}
 }
 
-func runHost(n int, old string, trace bool) error {
+func runHost(n int, old string, trace, profile bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -79,11 +91,15 @@ func runHost(n int, old string, trace bool) error {
 	if err := vmtest.BuildProgram(ctx, rig.Root, "./cmd/mdctl", mdctl); err != nil {
 		return err
 	}
+	floor := filepath.Join(work, "floor")
+	if err := vmtest.BuildProgram(ctx, rig.Root, "./bench/assemblevm/floor", floor); err != nil {
+		return err
+	}
 	disks, err := vmtest.ScratchDisks(work, 2*arrays, 32<<20)
 	if err != nil {
 		return err
 	}
-	files := map[string]string{"/vmtest/bin/assemblevm": self, "/usr/bin/mdctl": mdctl}
+	files := map[string]string{"/vmtest/bin/assemblevm": self, "/usr/bin/mdctl": mdctl, "/vmtest/bin/floor": floor}
 	args := []string{"/vmtest/bin/assemblevm", "-guest", "-n", fmt.Sprint(n)}
 	if old != "" {
 		exe := filepath.Join(work, "mdctl-old")
@@ -99,16 +115,71 @@ func runHost(n int, old string, trace bool) error {
 		}
 		args = append(args, "-strace")
 	}
+	var shares []vmtest.Share
+	share := filepath.Join(work, "out")
+	if profile {
+		if err := os.Mkdir(share, 0o755); err != nil {
+			return err
+		}
+		shares = append(shares, vmtest.Share{Tag: "out", HostDir: share, GuestDir: "/out"})
+		args = append(args, "-profile", "-out", "/out")
+	}
 	_, err = rig.Run(ctx, vmtest.Config{
 		Cmd:     args,
 		Env:     []string{"MDADM_NO_UDEV=1"},
 		Files:   files,
 		Disks:   disks,
+		Shares:  shares,
 		CPUs:    2,
 		Timeout: 15 * time.Minute,
 		Console: func(line string) { fmt.Println("guest:", line) },
 	})
-	return err
+	if err != nil || !profile {
+		return err
+	}
+	dst := filepath.Join(rig.Root, "bench", "assemblevm.prof")
+	if err := os.Rename(filepath.Join(share, "cpu.prof"), dst); err != nil {
+		return err
+	}
+	fmt.Println("assemblevm: wrote", dst, "(go tool pprof -top", dst+")")
+	return nil
+}
+
+// profileAssemble calls md.Manager.Assemble n times in this process
+// under the CPU profiler, each after a reset, and reports the wall time
+// of each call. The resets run in child processes, which the profiler
+// does not see.
+func profileAssemble(file string, n int) error {
+	m, err := md.Open(nil)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	var times []time.Duration
+	for i := 0; i < n; i++ {
+		if err := reset(); err != nil {
+			return err
+		}
+		start := time.Now()
+		res, err := m.Assemble(context.Background(), md.AssembleRequest{})
+		if err != nil {
+			return err
+		}
+		times = append(times, time.Since(start))
+		if len(res.Added) != 2*arrays {
+			return fmt.Errorf("in-process Assemble added %d devices, want %d", len(res.Added), 2*arrays)
+		}
+	}
+	pprof.StopCPUProfile()
+	fmt.Printf("RESULT in-process Assemble: min %v median %v max %v\n", slices.Min(times), median(times), slices.Max(times))
+	return nil
 }
 
 func sh(name string, args ...string) (string, error) {
@@ -165,11 +236,17 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func runGuest(n int, old string, trace bool) error {
+func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
 	host, _ := os.Hostname()
+	floorArgs := []string{"/vmtest/bin/floor"}
 	for i := 0; i < arrays; i++ {
 		a, b := fmt.Sprintf("/dev/vd%c", 'a'+2*i), fmt.Sprintf("/dev/vd%c", 'a'+2*i+1)
+		version := "1." + strings.TrimPrefix(metas[i], "1.")
+		if metas[i] == "0.90" {
+			version = "0.90"
+		}
+		floorArgs = append(floorArgs, fmt.Sprintf("md%d:%s:%s,%s", 100+i, version, a, b))
 		args := []string{"--create", fmt.Sprintf("/dev/md%d", i), "--run", "--assume-clean",
 			"--level=1", "--raid-devices=2", "--metadata=" + metas[i], "--homehost=" + host, a, b}
 		if metas[i] != "0.90" {
@@ -194,6 +271,8 @@ func runGuest(n int, old string, trace bool) error {
 		// One P: a goroutine started for a read runs on the thread that
 		// waits for it, instead of waking a thread on the other vCPU.
 		{label: "mdctl, GOMAXPROCS=1", env: []string{"GOMAXPROCS=1"}, args: []string{"mdctl", "assemble", "--scan"}},
+		// The kernel's work alone, in a small Go program.
+		{label: "floor (kernel work only)", args: floorArgs},
 	}
 	if old != "" {
 		jobs = append(jobs, job{label: "mdctl at " + old, args: []string{"mdctl-old", "assemble", "--scan"}})
@@ -224,10 +303,15 @@ func runGuest(n int, old string, trace bool) error {
 		fmt.Printf("RESULT %-26s median %9v (user CPU %v, system CPU %v), ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond),
 			median(j.usr).Round(100*time.Microsecond), median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
 	}
+	if profile {
+		if err := profileAssemble(filepath.Join(out, "cpu.prof"), n); err != nil {
+			return err
+		}
+	}
 	if trace {
 		for _, j := range jobs {
-			if j.env != nil {
-				continue // the same program as another job
+			if j.env != nil || strings.HasPrefix(j.label, "floor") {
+				continue // the same program as another job, or the floor
 			}
 			if err := reset(); err != nil {
 				return err

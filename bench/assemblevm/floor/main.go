@@ -1,0 +1,75 @@
+// Command floor does only the kernel's part of assembling md arrays, for
+// bench/assemblevm: per array, new_array, a device node, SET_ARRAY_INFO
+// with the superblock version, ADD_NEW_DISK for each member and
+// RUN_ARRAY. No superblock is read, nothing is checked, no partition is
+// deleted and no link is made. Its time is the floor under any assembly
+// tool in the guest: the kernel's work that both mdadm and mdctl must
+// have done, plus the start-up of a small Go program.
+//
+//	floor mdNNN:MAJOR.MINOR:/dev/vda,/dev/vdb ...
+//
+// It exists for the benchmark only and must not be run on disks that
+// matter: it trusts its arguments.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/go-mdraid/mdraid/ioctl"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	for _, arg := range os.Args[1:] {
+		if err := assemble(arg); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", arg+":", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func assemble(arg string) error {
+	parts := strings.Split(arg, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("want mdNNN:MAJOR.MINOR:DEV,DEV")
+	}
+	name, version, devs := parts[0], parts[1], strings.Split(parts[2], ",")
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "md"))
+	if err != nil {
+		return err
+	}
+	majorText, minorText, _ := strings.Cut(version, ".")
+	major, err1 := strconv.Atoi(majorText)
+	minor, err2 := strconv.Atoi(minorText)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("bad version %q", version)
+	}
+	if err := os.WriteFile("/sys/module/md_mod/parameters/new_array", []byte(name), 0); err != nil {
+		return err
+	}
+	node := "/dev/" + name
+	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(unix.Mkdev(9, uint32(n)))); err != nil && err != unix.EEXIST {
+		return fmt.Errorf("mknod %s: %w", node, err)
+	}
+	d, err := ioctl.Open(node)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.SetArrayInfo(ioctl.ArrayInfo{MajorVersion: int32(major), MinorVersion: int32(minor)}); err != nil {
+		return err
+	}
+	for _, p := range devs {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		if err := d.AddNewDisk(ioctl.DiskInfo{Major: int32(unix.Major(st.Rdev)), Minor: int32(unix.Minor(st.Rdev))}); err != nil {
+			return fmt.Errorf("adding %s: %w", p, err)
+		}
+	}
+	return d.RunArray()
+}
