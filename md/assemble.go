@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/escape"
@@ -191,9 +192,37 @@ func (m *Manager) offer(path string) (*offered, error) {
 // written by assembly, and the kernel writes their superblocks only when
 // it starts an array or adds a disk to a running one: the cache is
 // emptied then (forgetProbes).
+//
+// It also remembers the arrays this call created and the UUID each was
+// created for (made): the kernel never changes an array's UUID, the map
+// lock is held for the whole call, and the map says the same (create
+// writes the entry), so assembling need not read a member of such an
+// array again to tell that it is another UUID's.
 type probeCache struct {
-	mu sync.Mutex
-	m  map[string]sbResult
+	mu   sync.Mutex
+	m    map[string]sbResult
+	made map[string]uuid.UUID
+}
+
+// madeHere returns the UUID of array n if this call created it.
+func (m *Manager) madeHere(n string) (uuid.UUID, bool) {
+	c := m.probes
+	if c == nil {
+		return uuid.UUID{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.made[n]
+	return u, ok
+}
+
+// remember records that this call created array n for UUID u.
+func (m *Manager) remember(n string, u uuid.UUID) {
+	if c := m.probes; c != nil {
+		c.mu.Lock()
+		c.made[n] = u
+		c.mu.Unlock()
+	}
 }
 
 // withProbes returns a copy of m for one Assemble or Incremental call:
@@ -209,7 +238,7 @@ type probeCache struct {
 // uncached, and failed resolutions are not remembered.
 func (m *Manager) withProbes() *Manager {
 	c := *m
-	c.probes = &probeCache{m: map[string]sbResult{}}
+	c.probes = &probeCache{m: map[string]sbResult{}, made: map[string]uuid.UUID{}}
 	c.fs = m.fs.WithCache()
 	return &c
 }
@@ -337,10 +366,45 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 		}
 	}
 	err = m.maybeStart(res, local, req.Run)
-	if uerr := m.asm.Uevent(res.Array); uerr == nil {
+	if m.uevents != nil {
+		m.uevents.add(res)
+	} else if uerr := m.asm.Uevent(res.Array); uerr == nil {
 		res.Writes = append(res.Writes, "uevent change")
 	}
 	return res, err
+}
+
+// ueventQueue holds, for one Assemble call, the last result of each array
+// a device was added to, in the order the arrays were first touched.
+// mdadm --incremental writes change to the array's uevent after each
+// device so that udev's array rules run again; an assembly of every
+// device needs them to run once, on the state it ends in (flush).
+type ueventQueue struct {
+	order []string
+	last  map[string]*IncrementalResult
+}
+
+func (q *ueventQueue) add(r *IncrementalResult) {
+	if r.Array == "" {
+		return
+	}
+	if _, ok := q.last[r.Array]; !ok {
+		q.order = append(q.order, r.Array)
+	}
+	q.last[r.Array] = r
+}
+
+// flushUevents writes change to the uevent of each array in the queue,
+// and records the write in the array's last result.
+func (m *Manager) flushUevents() {
+	q := m.uevents
+	for _, a := range q.order {
+		if err := m.asm.Uevent(a); err == nil {
+			r := q.last[a]
+			r.Writes = append(r.Writes, "uevent change")
+		}
+	}
+	q.order, q.last = nil, map[string]*IncrementalResult{}
 }
 
 // checkFree refuses a device someone holds (the kernel's holders), and
@@ -407,6 +471,9 @@ func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock,
 		return "", "", fmt.Errorf("%w: cannot tell whether an array of UUID %s is assembling: listing the arrays: %w", errUnknownFact, uuidText, err)
 	}
 	for _, n := range names {
+		if u, ok := m.madeHere(n); ok && u != sb.SetUUID {
+			continue
+		}
 		same, err := m.isArray(n, sb)
 		if err != nil {
 			return "", "", fmt.Errorf("%w: cannot tell whether %s is the array of UUID %s: %w", errUnknownFact, n, uuidText, err)
@@ -525,6 +592,7 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 		return fmt.Errorf("md: creating %s: %w", array, err)
 	}
 	res.Writes = append(res.Writes, "new_array "+array)
+	m.remember(array, sb.SetUUID)
 	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); err != nil {
 		return fmt.Errorf("md: %w", err)
 	}
@@ -840,9 +908,14 @@ type Skipped struct {
 // Devices that carry no superblock, are in use, or are refused are
 // listed in Skipped; the error is for failures that stopped it. What was
 // changed before such a failure is in the result: the Writes of each
-// device in Added, and of Failed.
+// device in Added, and of Failed. Where Incremental writes change to the
+// array's uevent after each device, Assemble writes it once per array,
+// at its end, to the last result of that array: udev's array rules then
+// run on the state the arrays are left in.
 func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
 	m = m.withProbes()
+	m.uevents = &ueventQueue{last: map[string]*IncrementalResult{}}
+	defer m.flushUevents()
 	res := &AssembleResult{}
 	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
+	"github.com/google/uuid"
 )
 
 // fakeAssembly records assembly's calls and changes nothing, unless
@@ -672,4 +673,98 @@ func TestAssembleKeepsWritesOfFailedDevice(t *testing.T) {
 	c.Check(res.Failed.Device, qt.Equals, "vda")
 	a := res.Failed.Array
 	c.Check(res.Failed.Writes, qt.DeepEquals, []string{"new_array " + a, "SET_ARRAY_INFO 1.0", "STOP_ARRAY " + a})
+}
+
+// TestAssemblingSkipsArraysMadeHere: an array this call created for
+// another UUID is not read again to tell whose it is; one created for the
+// same UUID, or one the call did not create, is.
+func TestAssemblingSkipsArraysMadeHere(t *testing.T) {
+	c := qt.New(t)
+	m, _, _ := incrementalRig(t, "boot-mirror", "vda")
+	sb, err := m.probe("vda")
+	c.Assert(err, qt.IsNil)
+	opens := 0
+	open := m.open
+	m.open = func(name string) (device, error) {
+		opens++
+		return open(name)
+	}
+	other := sb.SetUUID
+	other[0] ^= 0xff
+	for _, tt := range []struct {
+		name    string
+		made    *uuid.UUID
+		want    string
+		opens   int
+		comment string
+	}{
+		{"not made here", nil, "md127", 1, "the array's first member is read"},
+		{"made here for this UUID", &sb.SetUUID, "md127", 1, "the array's first member is read"},
+		{"made here for another UUID", &other, "", 0, "nothing is read"},
+	} {
+		c.Run(tt.name, func(c *qt.C) {
+			opens = 0
+			a := m.withProbes()
+			if tt.made != nil {
+				a.remember("md127", *tt.made)
+			}
+			got, _, err := a.assembling(nil, sb, mapfile.UUIDText(sb))
+			c.Assert(err, qt.IsNil)
+			c.Check(got, qt.Equals, tt.want)
+			c.Check(opens, qt.Equals, tt.opens, qt.Commentf(tt.comment))
+		})
+	}
+}
+
+// TestAssembleWritesUeventOnceAtTheEnd: Incremental writes change to the
+// array's uevent after its device; Assemble writes it once per array,
+// after every other call, and records it in the array's last result.
+func TestAssembleWritesUeventOnceAtTheEnd(t *testing.T) {
+	c := qt.New(t)
+	uevents := func(calls []string) (n int, last bool) {
+		for i, call := range calls {
+			if strings.HasPrefix(call, "Uevent ") {
+				n++
+				last = i == len(calls)-1
+			}
+		}
+		return n, last
+	}
+
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	_, _, node2 := incrementalRig(t, "boot-mirror", "vdb")
+	unassemble(t, m)
+	// The kernel: a new array, and a member entry with no slot for each
+	// device added (vda is 254:0 in the capture, vdb 254:16).
+	f.hook = func(call string) error {
+		fs := strings.Fields(call)
+		if fs[0] == "AddDisk" {
+			kname := map[string]string{"254:0": "vda", "254:16": "vdb"}[fs[2]]
+			return kernelAssembly(t, m, kname, "none\n")(call)
+		}
+		return kernelAssembly(t, m, "", "")(call)
+	}
+	res, err := m.Assemble(context.Background(), AssembleRequest{Devices: []string{node, node2}})
+	c.Assert(err, qt.IsNil)
+	c.Assert(res.Added, qt.HasLen, 2, qt.Commentf("%q", f.calls))
+	c.Assert(res.Added[1].Array, qt.Equals, res.Added[0].Array)
+	c.Check(res.Added[0].Writes, qt.Not(qt.Contains), "uevent change")
+	res.Added = res.Added[1:]
+	n, last := uevents(f.calls)
+	c.Check(n, qt.Equals, 1)
+	c.Check(last, qt.IsTrue, qt.Commentf("%q", f.calls))
+	c.Check(f.calls[len(f.calls)-1], qt.Equals, "Uevent "+res.Added[0].Array)
+	w := res.Added[0].Writes
+	c.Check(w[len(w)-1], qt.Equals, "uevent change")
+	c.Check(m.uevents, qt.IsNil, qt.Commentf("Assemble changed the Manager it copied"))
+
+	m, f, node = incrementalRig(t, "boot-mirror", "vda")
+	unassemble(t, m)
+	f.hook = kernelAssembly(t, m, "vda", "none\n")
+	r, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
+	c.Assert(err, qt.IsNil)
+	n, last = uevents(f.calls)
+	c.Check(n, qt.Equals, 1)
+	c.Check(last, qt.IsTrue)
+	c.Check(r.Writes[len(r.Writes)-1], qt.Equals, "uevent change")
 }

@@ -82,6 +82,10 @@ type Manager struct {
 	// probes remembers superblocks for the length of one Assemble or
 	// Incremental call (withProbes); nil otherwise.
 	probes *probeCache
+	// uevents, set by Assemble, collects the arrays whose change uevent
+	// is written once at the end of the call instead of after each
+	// device; nil otherwise.
+	uevents *ueventQueue
 }
 
 // device is an open block device (or, in tests, an image file).

@@ -207,7 +207,17 @@ func (fsys FS) Array(name string) (Array, error) {
 	if !validName(name) {
 		return Array{}, fmt.Errorf("sysfs: invalid array name %q: %w", name, fs.ErrInvalid)
 	}
+	a := Array{fs: fsys, name: name}
 	p := fsys.Path("block", name, "md")
+	if fsys.cache != nil {
+		// With a cache the resolution is usually remembered, and a stat
+		// of the resolved md/ costs less than one through the link.
+		r, err := fsys.resolve(fsys.Path("block", name))
+		if err != nil {
+			return Array{}, fmt.Errorf("sysfs: array %s: %w", name, err)
+		}
+		a.block, p = r, filepath.Join(r, "md")
+	}
 	fi, err := os.Stat(p)
 	if err != nil {
 		return Array{}, fmt.Errorf("sysfs: array %s: %w", name, err)
@@ -215,9 +225,10 @@ func (fsys FS) Array(name string) (Array, error) {
 	if !fi.IsDir() {
 		return Array{}, fmt.Errorf("sysfs: array %s: %s is not a directory: %w", name, p, fs.ErrNotExist)
 	}
-	a := Array{fs: fsys, name: name}
-	if r, err := fsys.resolve(fsys.Path("block", name)); err == nil {
-		a.block = r
+	if a.block == "" {
+		if r, err := fsys.resolve(fsys.Path("block", name)); err == nil {
+			a.block = r
+		}
 	}
 	return a, nil
 }
