@@ -29,13 +29,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/go-mdraid/mdraid/bench/internal/cpuprofile"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/go-mdraid/mdraid/md"
 )
@@ -154,30 +154,16 @@ func profileAssemble(file string, n int) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(file)
+	times, err := cpuprofile.Run(file, n, reset, func() error {
+		res, err := m.Assemble(context.Background(), md.AssembleRequest{})
+		if err == nil && len(res.Added) != 2*arrays {
+			err = fmt.Errorf("in-process Assemble added %d devices, want %d", len(res.Added), 2*arrays)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	var times []time.Duration
-	for i := 0; i < n; i++ {
-		if err := reset(); err != nil {
-			return err
-		}
-		start := time.Now()
-		res, err := m.Assemble(context.Background(), md.AssembleRequest{})
-		if err != nil {
-			return err
-		}
-		times = append(times, time.Since(start))
-		if len(res.Added) != 2*arrays {
-			return fmt.Errorf("in-process Assemble added %d devices, want %d", len(res.Added), 2*arrays)
-		}
-	}
-	pprof.StopCPUProfile()
 	fmt.Printf("RESULT in-process Assemble: min %v median %v max %v\n", slices.Min(times), median(times), slices.Max(times))
 	return nil
 }
@@ -302,6 +288,17 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 		m := median(j.times)
 		fmt.Printf("RESULT %-26s median %9v (user CPU %v, system CPU %v), ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond),
 			median(j.usr).Round(100*time.Microsecond), median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
+	}
+	// Where the floor's time goes, step by step.
+	if err := reset(); err != nil {
+		return err
+	}
+	if out, err := sh(floorArgs[0], append([]string{"-times"}, floorArgs[1:]...)...); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			fmt.Println("RESULT floor step", l)
+		}
+	} else {
+		return err
 	}
 	if profile {
 		if err := profileAssemble(filepath.Join(out, "cpu.prof"), n); err != nil {

@@ -24,13 +24,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unsafe"
 
+	"github.com/go-mdraid/mdraid/bench/internal/cpuprofile"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
@@ -472,23 +472,13 @@ func profileDiscover(file string, n int) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(file)
+	times, err := cpuprofile.Run(file, n, nil, func() error {
+		_, err := m.Discover(context.Background())
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	var times []time.Duration
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		if _, err := m.Discover(context.Background()); err != nil {
-			return err
-		}
-		times = append(times, time.Since(start))
-	}
-	pprof.StopCPUProfile()
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	fmt.Printf("RESULT in-process Discover: min %v median %v max %v\n", times[0], times[len(times)/2], times[len(times)-1])
 	return nil

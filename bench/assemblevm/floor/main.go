@@ -6,7 +6,9 @@
 // tool in the guest: the kernel's work that both mdadm and mdctl must
 // have done, plus the start-up of a small Go program.
 //
-//	floor mdNNN:MAJOR.MINOR:/dev/vda,/dev/vdb ...
+//	floor [-times] mdNNN:MAJOR.MINOR:/dev/vda,/dev/vdb ...
+//
+// -times prints the wall time of each step summed over the arrays.
 //
 // It exists for the benchmark only and must not be run on disks that
 // matter: it trusts its arguments.
@@ -17,21 +19,43 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mdraid/mdraid/ioctl"
 	"golang.org/x/sys/unix"
 )
 
+// steps names the steps in order, for -times.
+var steps = []string{"new_array", "mknod", "open", "SET_ARRAY_INFO", "ADD_NEW_DISK", "RUN_ARRAY", "close"}
+
 func main() {
-	for _, arg := range os.Args[1:] {
-		if err := assemble(arg); err != nil {
+	args := os.Args[1:]
+	times := len(args) > 0 && args[0] == "-times"
+	if times {
+		args = args[1:]
+	}
+	spent := map[string]time.Duration{}
+	for _, arg := range args {
+		if err := assemble(arg, spent); err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", arg+":", err)
 			os.Exit(1)
 		}
 	}
+	if times {
+		for _, s := range steps {
+			fmt.Printf("%s %v\n", s, spent[s].Round(100*time.Microsecond))
+		}
+	}
 }
 
-func assemble(arg string) error {
+// assemble assembles one array and adds the time of each step to spent.
+func assemble(arg string, spent map[string]time.Duration) (err error) {
+	t := time.Now()
+	step := func(name string) {
+		now := time.Now()
+		spent[name] += now.Sub(t)
+		t = now
+	}
 	parts := strings.Split(arg, ":")
 	if len(parts) != 3 {
 		return fmt.Errorf("want mdNNN:MAJOR.MINOR:DEV,DEV")
@@ -47,21 +71,31 @@ func assemble(arg string) error {
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("bad version %q", version)
 	}
+	t = time.Now()
 	if err := os.WriteFile("/sys/module/md_mod/parameters/new_array", []byte(name), 0); err != nil {
 		return err
 	}
+	step("new_array")
 	node := "/dev/" + name
 	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(unix.Mkdev(9, uint32(n)))); err != nil && err != unix.EEXIST {
 		return fmt.Errorf("mknod %s: %w", node, err)
 	}
+	step("mknod")
 	d, err := ioctl.Open(node)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	step("open")
+	defer func() {
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		step("close")
+	}()
 	if err := d.SetArrayInfo(ioctl.ArrayInfo{MajorVersion: int32(major), MinorVersion: int32(minor)}); err != nil {
 		return err
 	}
+	step("SET_ARRAY_INFO")
 	for _, p := range devs {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
@@ -71,5 +105,10 @@ func assemble(arg string) error {
 			return fmt.Errorf("adding %s: %w", p, err)
 		}
 	}
-	return d.RunArray()
+	step("ADD_NEW_DISK")
+	if err := d.RunArray(); err != nil {
+		return err
+	}
+	step("RUN_ARRAY")
+	return nil
 }
