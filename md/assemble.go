@@ -404,7 +404,6 @@ func (m *Manager) flushUevents() {
 			r.Writes = append(r.Writes, "uevent change")
 		}
 	}
-	q.order, q.last = nil, map[string]*IncrementalResult{}
 }
 
 // checkFree refuses a device someone holds (the kernel's holders), and

@@ -209,13 +209,9 @@ func (fsys FS) Array(name string) (Array, error) {
 	}
 	a := Array{fs: fsys, name: name}
 	p := fsys.Path("block", name, "md")
-	if fsys.cache != nil {
-		// With a cache the resolution is usually remembered, and a stat
-		// of the resolved md/ costs less than one through the link.
-		r, err := fsys.resolve(fsys.Path("block", name))
-		if err != nil {
-			return Array{}, fmt.Errorf("sysfs: array %s: %w", name, err)
-		}
+	// The array's directory is resolved anyway (a.block); a stat of the
+	// resolved md/ costs less than one through the block/NAME link.
+	if r, err := fsys.resolve(fsys.Path("block", name)); err == nil {
 		a.block, p = r, filepath.Join(r, "md")
 	}
 	fi, err := os.Stat(p)
@@ -224,11 +220,6 @@ func (fsys FS) Array(name string) (Array, error) {
 	}
 	if !fi.IsDir() {
 		return Array{}, fmt.Errorf("sysfs: array %s: %s is not a directory: %w", name, p, fs.ErrNotExist)
-	}
-	if a.block == "" {
-		if r, err := fsys.resolve(fsys.Path("block", name)); err == nil {
-			a.block = r
-		}
 	}
 	return a, nil
 }

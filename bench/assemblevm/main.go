@@ -228,11 +228,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	floorArgs := []string{"/vmtest/bin/floor"}
 	for i := 0; i < arrays; i++ {
 		a, b := fmt.Sprintf("/dev/vd%c", 'a'+2*i), fmt.Sprintf("/dev/vd%c", 'a'+2*i+1)
-		version := "1." + strings.TrimPrefix(metas[i], "1.")
-		if metas[i] == "0.90" {
-			version = "0.90"
-		}
-		floorArgs = append(floorArgs, fmt.Sprintf("md%d:%s:%s,%s", 100+i, version, a, b))
+		floorArgs = append(floorArgs, fmt.Sprintf("md%d:%s:%s,%s", 100+i, metas[i], a, b))
 		args := []string{"--create", fmt.Sprintf("/dev/md%d", i), "--run", "--assume-clean",
 			"--level=1", "--raid-devices=2", "--metadata=" + metas[i], "--homehost=" + host, a, b}
 		if metas[i] != "0.90" {
@@ -249,6 +245,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 		label            string
 		env              []string
 		args             []string
+		untraced         bool // not run again under strace
 		times, usr, sys_ []time.Duration
 	}
 	jobs := []job{
@@ -258,7 +255,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 		// waits for it, instead of waking a thread on the other vCPU.
 		{label: "mdctl, GOMAXPROCS=1", env: []string{"GOMAXPROCS=1"}, args: []string{"mdctl", "assemble", "--scan"}},
 		// The kernel's work alone, in a small Go program.
-		{label: "floor (kernel work only)", args: floorArgs},
+		{label: "floor (kernel work only)", args: floorArgs, untraced: true},
 	}
 	if old != "" {
 		jobs = append(jobs, job{label: "mdctl at " + old, args: []string{"mdctl-old", "assemble", "--scan"}})
@@ -293,12 +290,12 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	if err := reset(); err != nil {
 		return err
 	}
-	if out, err := sh(floorArgs[0], append([]string{"-times"}, floorArgs[1:]...)...); err == nil {
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			fmt.Println("RESULT floor step", l)
-		}
-	} else {
+	steps, err := sh(floorArgs[0], append([]string{"-times"}, floorArgs[1:]...)...)
+	if err != nil {
 		return err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(steps), "\n") {
+		fmt.Println("RESULT floor step", l)
 	}
 	if profile {
 		if err := profileAssemble(filepath.Join(out, "cpu.prof"), n); err != nil {
@@ -307,7 +304,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	}
 	if trace {
 		for _, j := range jobs {
-			if j.env != nil || strings.HasPrefix(j.label, "floor") {
+			if j.env != nil || j.untraced {
 				continue // the same program as another job, or the floor
 			}
 			if err := reset(); err != nil {
