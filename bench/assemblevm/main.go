@@ -256,6 +256,8 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 		{label: "mdctl, GOMAXPROCS=1", env: []string{"GOMAXPROCS=1"}, args: []string{"mdctl", "assemble", "--scan"}},
 		// The kernel's work alone, in a small Go program.
 		{label: "floor (kernel work only)", args: floorArgs, untraced: true},
+		// The same, with the arrays assembled at the same time.
+		{label: "floor, arrays in parallel", args: append([]string{floorArgs[0], "-parallel"}, floorArgs[1:]...), untraced: true},
 	}
 	if old != "" {
 		jobs = append(jobs, job{label: "mdctl at " + old, args: []string{"mdctl-old", "assemble", "--scan"}})

@@ -6,9 +6,12 @@
 // tool in the guest: the kernel's work that both mdadm and mdctl must
 // have done, plus the start-up of a small Go program.
 //
-//	floor [-times] mdNNN:MAJOR.MINOR:/dev/vda,/dev/vdb ...
+//	floor [-times] [-parallel] mdNNN:MAJOR.MINOR:/dev/vda,/dev/vdb ...
 //
 // -times prints the wall time of each step summed over the arrays.
+// -parallel assembles the arrays at the same time, one goroutine each:
+// the kernel serialises the calls on one array, not those on different
+// arrays.
 //
 // It exists for the benchmark only and must not be run on disks that
 // matter: it trusts its arguments.
@@ -19,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-mdraid/mdraid/ioctl"
@@ -30,16 +34,47 @@ var steps = []string{"new_array", "mknod", "open", "SET_ARRAY_INFO", "ADD_NEW_DI
 
 func main() {
 	args := os.Args[1:]
-	times := len(args) > 0 && args[0] == "-times"
-	if times {
+	times, parallel := false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-times":
+			times = true
+		case "-parallel":
+			parallel = true
+		default:
+			fmt.Fprintln(os.Stderr, "floor: unknown flag", args[0])
+			os.Exit(2)
+		}
 		args = args[1:]
 	}
+	var mu sync.Mutex
 	spent := map[string]time.Duration{}
+	var wg sync.WaitGroup
+	failed := false
 	for _, arg := range args {
-		if err := assemble(arg, spent); err != nil {
-			fmt.Fprintln(os.Stderr, "floor:", arg+":", err)
-			os.Exit(1)
+		one := func() {
+			s := map[string]time.Duration{}
+			err := assemble(arg, s)
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range s {
+				spent[k] += v
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "floor:", arg+":", err)
+				failed = true
+			}
 		}
+		if parallel {
+			wg.Add(1)
+			go func() { defer wg.Done(); one() }()
+		} else {
+			one()
+		}
+	}
+	wg.Wait()
+	if failed {
+		os.Exit(1)
 	}
 	if times {
 		for _, s := range steps {
