@@ -147,15 +147,18 @@ func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*Inc
 		return nil, fmt.Errorf("md: %w", err)
 	}
 	defer l.Unlock()
-	return m.withProbes().incremental(req, l)
+	return m.withProbes().incremental(req, l, nil)
 }
 
 // member is a device offered to assembly, with its facts.
 type offered struct {
 	path  string
 	kname string
-	dev   sysfs.DevNum
-	sb    *superblock.Superblock
+	// disk is the kernel name of the whole disk: kname's own, or for a
+	// partition its disk's (the directory above it in sysfs).
+	disk string
+	dev  sysfs.DevNum
+	sb   *superblock.Superblock
 }
 
 func (m *Manager) offer(path string) (*offered, error) {
@@ -176,6 +179,10 @@ func (m *Manager) offer(path string) (*offered, error) {
 		return nil, refuse(incrementalOp, "", path, fmt.Errorf("md: %s (%v) is not in sysfs: %w", path, dev, err))
 	}
 	o.kname = filepath.Base(dir)
+	o.disk = o.kname
+	if p := filepath.Base(filepath.Dir(dir)); p != "block" {
+		o.disk = p
+	}
 	sb, err := m.probe(o.kname)
 	if err != nil {
 		return nil, refuse(incrementalOp, "", path, err)
@@ -243,13 +250,43 @@ func (m *Manager) withProbes() *Manager {
 	return &c
 }
 
-// forgetProbes empties the cache: the kernel may have written the
-// superblocks of an array's members.
+// forgetProbes empties the cache.
 func (m *Manager) forgetProbes() {
 	if c := m.probes; c != nil {
 		c.mu.Lock()
 		clear(c.m)
 		c.mu.Unlock()
+	}
+}
+
+// forgetMembers forgets the superblocks of array's members: the kernel
+// may have written them (it writes the superblock of every member of the
+// array it starts or adds a disk to, md.c md_update_sb, and of no other
+// device). When the members cannot be listed, it forgets everything.
+// Arrays that Assemble builds at the same time keep their members'
+// superblocks: no other array's start writes them.
+func (m *Manager) forgetMembers(array string) {
+	c := m.probes
+	if c == nil {
+		return
+	}
+	var names []string
+	a, err := m.fs.Array(array)
+	if err == nil {
+		var mems []sysfs.Member
+		mems, err = a.MembersInKernelOrder()
+		for _, mem := range mems {
+			names = append(names, mem.Name())
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		clear(c.m)
+		return
+	}
+	for _, n := range names {
+		delete(c.m, n)
 	}
 }
 
@@ -335,7 +372,10 @@ func (m *Manager) probeNow(kname string) (*superblock.Superblock, error) {
 	return sb, nil
 }
 
-func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*IncrementalResult, error) {
+// incremental is Incremental under the held map lock l. t is the
+// device's place in an Assemble call that builds arrays at the same time
+// (nil for one device on its own): see creationOrder.
+func (m *Manager) incremental(req IncrementalRequest, l mapAccess, t *turn) (*IncrementalResult, error) {
 	o, err := m.offer(req.Device)
 	if err != nil {
 		return nil, err
@@ -356,10 +396,11 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 		if err := m.checkFree(o); err != nil {
 			return nil, err
 		}
-		if err := m.create(res, o, local, entries, l); err != nil {
+		if err := m.create(res, o, local, entries, l, t); err != nil {
 			return res, err
 		}
 	} else {
+		t.arrayExists()
 		res.Array, res.Path = array, path
 		if err := m.join(res, o, req.Run); err != nil {
 			return res, err
@@ -367,43 +408,11 @@ func (m *Manager) incremental(req IncrementalRequest, l *mapfile.Lock) (*Increme
 	}
 	err = m.maybeStart(res, local, req.Run)
 	if m.uevents != nil {
-		m.uevents.add(res)
+		m.uevents.add(t.index(), res)
 	} else if uerr := m.asm.Uevent(res.Array); uerr == nil {
 		res.Writes = append(res.Writes, "uevent change")
 	}
 	return res, err
-}
-
-// ueventQueue holds, for one Assemble call, the last result of each array
-// a device was added to, in the order the arrays were first touched.
-// mdadm --incremental writes change to the array's uevent after each
-// device so that udev's array rules run again; an assembly of every
-// device needs them to run once, on the state it ends in (flush).
-type ueventQueue struct {
-	order []string
-	last  map[string]*IncrementalResult
-}
-
-func (q *ueventQueue) add(r *IncrementalResult) {
-	if r.Array == "" {
-		return
-	}
-	if _, ok := q.last[r.Array]; !ok {
-		q.order = append(q.order, r.Array)
-	}
-	q.last[r.Array] = r
-}
-
-// flushUevents writes change to the uevent of each array in the queue,
-// and records the write in the array's last result.
-func (m *Manager) flushUevents() {
-	q := m.uevents
-	for _, a := range q.order {
-		if err := m.asm.Uevent(a); err == nil {
-			r := q.last[a]
-			r.Writes = append(r.Writes, "uevent change")
-		}
-	}
 }
 
 // checkFree refuses a device someone holds (the kernel's holders), and
@@ -553,8 +562,15 @@ func (m *Manager) alive(name string) (bool, error) {
 	return len(mems) > 0, nil
 }
 
-// create makes a new array for o's superblock and binds o.
-func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries []mapfile.Entry, l *mapfile.Lock) error {
+// create makes a new array for o's superblock and binds o. In an
+// Assemble call that builds arrays at the same time, it first waits until
+// every device before o has been decided on (t.wait), so that numbers
+// and links are chosen in the order of the devices, as one device after
+// the other would choose them.
+func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries []mapfile.Entry, l mapAccess, t *turn) error {
+	if err := t.wait(); err != nil {
+		return err
+	}
 	sb := o.sb
 	name := arrayName(sb, local)
 	n := chooseNumber(name, local, func(n int) bool {
@@ -571,6 +587,9 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	link := ""
 	if cname, err := linkName(name); err == nil && name != "" {
 		link = chooseLink(cname, local, func(c string) bool {
+			if t.linkTaken(c) {
+				return true
+			}
 			for _, e := range entries {
 				if e.Path != "/dev/md/"+c {
 					continue
@@ -592,6 +611,7 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	}
 	res.Writes = append(res.Writes, "new_array "+array)
 	m.remember(array, sb.SetUUID)
+	t.created(link)
 	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); err != nil {
 		return fmt.Errorf("md: %w", err)
 	}
@@ -752,7 +772,7 @@ func (m *Manager) join(res *IncrementalResult, o *offered, run bool) error {
 		err = m.asm.AddDisk(array, o.dev)
 	}
 	if running {
-		m.forgetProbes() // the kernel writes the members' superblocks
+		m.forgetMembers(array) // the kernel writes the members' superblocks
 	}
 	if err != nil {
 		return fmt.Errorf("md: adding %s to %s: %w", o.kname, array, err)
@@ -848,7 +868,7 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	}
 	readAuto := !all || !local
 	err = m.asm.Start(array, readAuto)
-	m.forgetProbes() // a started array's superblocks are written
+	m.forgetMembers(array) // a started array's superblocks are written
 	if err != nil {
 		return fmt.Errorf("md: %s is assembled with %d of %d members but did not start: %w", array, c.Active, c.Expected, err)
 	}
@@ -860,133 +880,6 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	}
 	res.Started = StartYes
 	return nil
-}
-
-// AssembleRequest is what Manager.Assemble assembles.
-type AssembleRequest struct {
-	// Devices are the block devices to look at; empty means every block
-	// device of the machine (whole disks, partitions and md arrays), in
-	// the kernel's order of names.
-	Devices []string
-	// Array, if set, limits assembly to the array with this UUID (either
-	// text form) or name.
-	Array string
-	// Run starts arrays that are enough but incomplete, read-auto.
-	Run bool
-}
-
-// AssembleResult is what Assemble did.
-type AssembleResult struct {
-	// Added lists each device added, in order, with the state it left its
-	// array in.
-	Added []*IncrementalResult
-	// Skipped lists the devices not added, with the reason.
-	Skipped []Skipped
-	// Failed is the device whose Incremental failed and stopped
-	// Assemble, with what was changed for it before it failed (its
-	// Writes), when that is Assemble's error; nil otherwise, and when
-	// the failure came before the device was looked at. It is not in
-	// Added.
-	Failed *IncrementalResult
-}
-
-// Skipped is a device Assemble did not add.
-type Skipped struct {
-	// Device is the path Assemble looked at.
-	Device string
-	// Reason is why it was not added: a *RefusedError (ErrInUse,
-	// ErrLeftBehind, ErrMismatch, ...).
-	Reason error
-}
-
-// Assemble assembles every array found on the devices: the end state of
-// Incremental over each of them in turn, which is what udev leaves at
-// boot. Unlike mdadm --assemble --scan, it does not pass over foreign
-// arrays and does not stop at a stale member of a running array. With
-// Run, arrays that are enough but incomplete are then started read-auto.
-// Devices that carry no superblock, are in use, or are refused are
-// listed in Skipped; the error is for failures that stopped it. What was
-// changed before such a failure is in the result: the Writes of each
-// device in Added, and of Failed. Where Incremental writes change to the
-// array's uevent after each device, Assemble writes it once per array,
-// at its end, to the last result of that array: udev's array rules then
-// run on the state the arrays are left in.
-func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
-	m = m.withProbes()
-	m.uevents = &ueventQueue{last: map[string]*IncrementalResult{}}
-	defer m.flushUevents()
-	res := &AssembleResult{}
-	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("md: %w", err)
-	}
-	defer l.Unlock()
-	tried := map[string]bool{}
-	for round := 0; round < 8; round++ {
-		devs := req.Devices
-		if len(devs) == 0 {
-			devs, err = m.blockDevices()
-			if err != nil {
-				return res, err
-			}
-		}
-		progress := false
-		for _, d := range devs {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			if tried[d] {
-				continue
-			}
-			tried[d] = true
-			if req.Array != "" {
-				if o, err := m.offer(d); err != nil || !matchesArray(o.sb, req.Array, m.homeHost) {
-					continue
-				}
-			}
-			r, err := m.incremental(IncrementalRequest{Device: d}, l)
-			if err != nil {
-				if errors.Is(err, ErrRefused) {
-					if !errors.Is(err, ErrNotMember) && !errors.Is(err, fs.ErrNotExist) {
-						res.Skipped = append(res.Skipped, Skipped{Device: d, Reason: err})
-					}
-					continue
-				}
-				res.Failed = r // its Writes say what was changed
-				return res, err
-			}
-			res.Added = append(res.Added, r)
-			if r.Started == StartYes {
-				progress = true
-			}
-		}
-		if !progress || len(req.Devices) > 0 {
-			break
-		}
-	}
-	if req.Run {
-		for _, r := range res.Added {
-			if r.Started == StartUnsafe && m.stillInactive(r.Array) {
-				err := m.asm.Start(r.Array, true)
-				m.forgetProbes()
-				if err != nil {
-					return res, fmt.Errorf("md: starting %s: %w", r.Array, err)
-				}
-				r.Started, r.ReadAuto = StartYes, true
-				r.Writes = append(r.Writes, "array_state=read-auto")
-			}
-		}
-	}
-	return res, nil
-}
-
-func (m *Manager) stillInactive(array string) bool {
-	a, err := m.fs.Array(array)
-	if err != nil {
-		return false
-	}
-	st, err := a.State()
-	return err == nil && st == sysfs.StateInactive
 }
 
 // matchesArray reports whether sb is of the array named by want: its

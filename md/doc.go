@@ -143,6 +143,14 @@
 //     running array (without Run), a reshape in progress, clustered and
 //     lockless-bitmap arrays (use mdadm), external metadata (no native
 //     superblock).
+//   - At the same time: Assemble builds different arrays concurrently,
+//     each array's devices one after the other in their order (since
+//     Linux 6.7 every SET_ARRAY_INFO and ADD_NEW_DISK waits for its array
+//     to be suspended, and only waits on different arrays overlap). A
+//     creation waits until every device before it has been decided on,
+//     so that numbers and links are those of one device after the other;
+//     a failure stops every array before its next device, and every
+//     change made is in the result (docs/assembly.md §9).
 //
 // # Errors
 //

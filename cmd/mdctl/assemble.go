@@ -79,8 +79,8 @@ enough members but not all wait, as under udev, unless --run starts them
 
 // assembleError maps an Assemble error to its exit code as assemblyError
 // does, with every change Assemble made before it stopped: the writes of
-// each device added and of the device that failed (res.Failed), each
-// named. 3 when anything was changed, else 2 for a refusal and 1.
+// each device added and of the devices that failed (res.Failed and
+// res.AlsoFailed), each named. 3 when anything was changed, else 2 for a refusal and 1.
 func assembleError(err error, res *md.AssembleResult) error {
 	var changed []string
 	if res != nil {
@@ -88,6 +88,7 @@ func assembleError(err error, res *md.AssembleResult) error {
 		if res.Failed != nil {
 			rs = append(rs[:len(rs):len(rs)], res.Failed)
 		}
+		rs = append(rs[:len(rs):len(rs)], res.AlsoFailed...)
 		for _, r := range rs {
 			if len(r.Writes) > 0 {
 				changed = append(changed, escape.Text(r.Device+": "+strings.Join(r.Writes, ", ")))
