@@ -466,6 +466,11 @@ func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock,
 		if e.UUID != uuidText {
 			continue
 		}
+		if u, ok := m.madeHere(e.Dev); ok && u != sb.SetUUID {
+			// A stale entry whose number this call gave another
+			// array: that array's own entry replaces it.
+			continue
+		}
 		ok, err := m.alive(e.Dev)
 		if err != nil {
 			return "", "", fmt.Errorf("%w: cannot tell whether %s, the map's array of UUID %s, is assembling: %w", errUnknownFact, e.Dev, uuidText, err)
@@ -571,6 +576,13 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	if err := t.wait(); err != nil {
 		return err
 	}
+	if t != nil {
+		// The entries as the creations before this one left them.
+		var err error
+		if entries, err = l.Read(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("md: %w", err)
+		}
+	}
 	sb := o.sb
 	name := arrayName(sb, local)
 	n := chooseNumber(name, local, func(n int) bool {
@@ -594,6 +606,12 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 				if e.Path != "/dev/md/"+c {
 					continue
 				}
+				if _, ok := m.madeHere(e.Dev); ok {
+					// An array this call made: its link, if it
+					// gets one, is taken above (linkTaken); this
+					// entry is an older one its own replaces.
+					continue
+				}
 				// An array that cannot be read may be alive: its name
 				// is taken (MakeLink leaves an existing link alone).
 				if ok, err := m.alive(e.Dev); ok || err != nil {
@@ -606,12 +624,14 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	if err := m.deletePartitions(res, o); err != nil {
 		return err
 	}
+	// Remembered before it exists, so that no other array's device
+	// sees it unremembered.
+	m.remember(array, sb.SetUUID)
 	if err := m.asm.NewArray(array); err != nil {
 		return fmt.Errorf("md: creating %s: %w", array, err)
 	}
 	res.Writes = append(res.Writes, "new_array "+array)
-	m.remember(array, sb.SetUUID)
-	t.created(link)
+	t.created(m.linkToBe(link, array))
 	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); err != nil {
 		return fmt.Errorf("md: %w", err)
 	}
@@ -655,6 +675,25 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	}
 	res.Writes = append(res.Writes, "map "+array)
 	return nil
+}
+
+// linkToBe is the link, of link chosen for array, that this array will
+// be known by ("" for none): with udev the link udev makes; without, the
+// one create makes, which it cannot where something else is already there
+// (MakeLink leaves it alone). Creations later in the same Assemble call
+// take it as taken, as they would take the map entry written for it.
+func (m *Manager) linkToBe(link, array string) string {
+	if link == "" || !m.makeLinks() {
+		return link
+	}
+	lp := filepath.Join(m.devRoot, "md", link)
+	if _, err := os.Lstat(lp); errors.Is(err, fs.ErrNotExist) {
+		return link
+	}
+	if got, err := os.Readlink(lp); err == nil && got == "/dev/"+array {
+		return link
+	}
+	return ""
 }
 
 // makeLinks reports whether assembly makes /dev/md/NAME itself: when

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -164,23 +166,62 @@ type outcome struct {
 
 // assembleRound runs Incremental over devs, the devices of one array one
 // after the other and different arrays at the same time, and returns
-// each device's outcome in the order of devs. Devices are grouped by the
-// UUID of the superblock they offer, and with the other partitions and
-// the whole of their disk; a device that offers none is decided on at
-// once, as Incremental refuses it before anything else. A
-// failure that is not a refusal, or ctx ending (the error returned),
-// stops every group before its next device, and a creation waiting for
-// its turn (errStopped): what one device after the other would not have
-// reached is not begun. base is the number of devices offered in earlier
-// rounds.
+// each device's outcome in the order of devs. A failure that is not a
+// refusal, or ctx ending (the error returned), stops every group before
+// its next device, and a creation waiting for its turn (errStopped):
+// what one device after the other would not have reached is not begun.
+// base is the number of devices offered in earlier rounds.
+//
+// An md device or partition (lateDevice) is taken on its own, once every
+// device before it is done and before any after it begins: the arrays
+// assembled before it may be what it is, or what it carries (a stacked
+// array's member), so it is read only then. The devices between two such
+// are a batch (assembleBatch).
 func (m *Manager) assembleRound(ctx context.Context, devs []string, req AssembleRequest, ml mapAccess, base int) ([]outcome, error) {
 	outs := make([]outcome, len(devs))
 	order := newCreationOrder(len(devs), base)
-	offers := make([]*offered, len(devs))
-	for i, d := range devs {
-		if err := ctx.Err(); err != nil {
+	start := 0
+	for i := 0; i <= len(devs); i++ {
+		if i < len(devs) && !lateDevice(devs[i]) {
+			continue
+		}
+		if err := m.assembleBatch(ctx, devs, start, i, req, ml, order, outs); err != nil {
 			return outs, err
 		}
+		if i < len(devs) {
+			m.forgetProbes() // it may have been read as another array's member
+			if err := m.assembleBatch(ctx, devs, i, i+1, req, ml, order, outs); err != nil {
+				return outs, err
+			}
+		}
+		start = i + 1
+	}
+	return outs, ctx.Err()
+}
+
+// lateDevice reports whether path names an md device or a partition of
+// one (mdN, mdNpM, md_dNN, /dev/md/NAME).
+func lateDevice(path string) bool {
+	return strings.HasPrefix(filepath.Base(path), "md") || filepath.Base(filepath.Dir(path)) == "md"
+}
+
+// assembleBatch runs Incremental over devs[from:to], grouped: by the UUID
+// of the superblock each offers, and with the other partitions and the
+// whole of its disk (groupDevices). A device that offers none is decided
+// on at once, as Incremental refuses it before anything else. It returns
+// when every group is done, with ctx's error if ctx ended.
+func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int, req AssembleRequest, ml mapAccess, order *creationOrder, outs []outcome) error {
+	offers := make([]*offered, len(devs))
+	for i := from; i < to; i++ {
+		if err := ctx.Err(); err != nil {
+			order.stop()
+			return err
+		}
+		if order.isStopped() {
+			order.resolve(i)
+			continue
+		}
+		d := devs[i]
 		o, err := m.offer(d)
 		if req.Array != "" && (err != nil || !matchesArray(o.sb, req.Array, m.homeHost)) {
 			order.resolve(i)
@@ -220,7 +261,7 @@ func (m *Manager) assembleRound(ctx context.Context, devs []string, req Assemble
 		}()
 	}
 	wg.Wait()
-	return outs, ctx.Err()
+	return ctx.Err()
 }
 
 // groupDevices groups the offered devices (nil: none) for assembleRound:

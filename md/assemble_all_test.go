@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/md/mapfile"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -89,10 +90,7 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 	}
 	var mu sync.Mutex // the kernel's: one change to the tree at a time
 	m.asm = r.f
-	r.f.hook = func(call string) error {
-		if hook != nil {
-			hook(call)
-		}
+	kernel := func(call string) error {
 		f := strings.Fields(call)
 		mu.Lock()
 		defer mu.Unlock()
@@ -116,6 +114,12 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 				return err
 			}
 			return os.Symlink("../../"+f[1], m.fs.Path("class", "block", kname, "holders", f[1]))
+		case "MakeLink":
+			// As os.Symlink: an existing entry is left alone.
+			if err := os.MkdirAll(filepath.Dir(f[1]), 0o700); err != nil {
+				return err
+			}
+			return os.Symlink(f[2], f[1])
 		case "Start":
 			st := "active\n"
 			if f[2] == "true" {
@@ -124,6 +128,14 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 			return os.WriteFile(m.fs.Path("block", f[1], "md", "array_state"), []byte(st), 0o644)
 		}
 		return nil
+	}
+	// hook sees each call after the kernel has done it.
+	r.f.hook = func(call string) error {
+		err := kernel(call)
+		if hook != nil {
+			hook(call)
+		}
+		return err
 	}
 	return r
 }
@@ -325,4 +337,108 @@ func TestGroupDevices(t *testing.T) {
 	array := make([]int, len(offers))
 	c.Check(groupDevices(offers, array), qt.DeepEquals, [][]int{{0, 6}, {1, 4, 8}, {3, 5, 7}})
 	c.Check(array, qt.DeepEquals, []int{0, 1, 0, 3, 4, 3, 0, 7, 4})
+}
+
+// assembleBoth runs Incremental over devs (knames) one after the other on
+// one rig and Assemble over them on another, each rig first made ready by
+// prep, and returns both summaries. hook is the Assemble rig's.
+func assembleBoth(t *testing.T, knames []string, prep func(r *assembleRig), hook func(call string)) (want, got []string) {
+	t.Helper()
+	serial := newAssembleRig(t, nil)
+	prep(serial)
+	for _, k := range knames {
+		r, err := serial.m.Incremental(context.Background(), IncrementalRequest{Device: serial.nodes[k]})
+		if err == nil {
+			want = append(want, serial.summary(r))
+		}
+	}
+	par := newAssembleRig(t, hook)
+	prep(par)
+	var devs []string
+	for _, k := range knames {
+		devs = append(devs, par.nodes[k])
+	}
+	res, err := par.m.Assemble(context.Background(), AssembleRequest{Devices: devs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Added {
+		got = append(got, par.summary(r))
+	}
+	return want, got
+}
+
+// TestAssembleStaleLinkIsNotTaken: a leftover /dev/md/a0 that is not the
+// new array's makes the first a0 go without a link; the second a0 then
+// gets a0 too (and goes without), not a0_0, as one device after the other.
+func TestAssembleStaleLinkIsNotTaken(t *testing.T) {
+	c := qt.New(t)
+	want, got := assembleBoth(t, []string{"vda", "vdk", "vdb", "vdl"}, func(r *assembleRig) {
+		lp := filepath.Join(r.m.devRoot, "md", "a0")
+		c.Assert(os.MkdirAll(filepath.Dir(lp), 0o700), qt.IsNil)
+		c.Assert(os.Symlink("/dev/md99", lp), qt.IsNil)
+	}, nil)
+	c.Assert(strings.Join(want, "\n"), qt.Not(qt.Contains), "a0_0")
+	c.Check(got, qt.DeepEquals, want)
+}
+
+// TestAssembleStaleMapEntryIsReplaced: a stale map entry says md127 is
+// a0's array at /dev/md/a0. The first creation takes md127 (a7), and its
+// own entry replaces the stale one. Here a0's creation chooses its link
+// while md127 has its member but not yet its map entry (md3's creation
+// waits for md127's ADD_NEW_DISK, md127's link for a0's): the stale entry
+// must not make a0 taken, nor make a0's devices join md127.
+func TestAssembleStaleMapEntryIsReplaced(t *testing.T) {
+	c := qt.New(t)
+	var mu sync.Mutex
+	events := map[string]chan struct{}{"AddDisk md127": make(chan struct{}), "MakeLink a0": make(chan struct{})}
+	seen := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ch := events[e]; ch != nil {
+			close(ch)
+			events[e] = nil
+		}
+	}
+	waitFor := func(ch chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			// one array after the other never gets here first
+		}
+	}
+	after := map[string]chan struct{}{"NewArray md3": events["AddDisk md127"], "MakeLink a7": events["MakeLink a0"]}
+	want, got := assembleBoth(t, []string{"vdo", "vdh", "vdl", "vdp", "vdg", "vdk"}, func(r *assembleRig) {
+		l, err := mapfile.Map{Dir: r.m.mapDir}.Lock()
+		c.Assert(err, qt.IsNil)
+		sb, err := r.m.probe("vdl")
+		c.Assert(err, qt.IsNil)
+		c.Assert(l.Update(mapfile.Entry{Dev: "md127", Metadata: "1.0", UUID: mapfile.UUIDText(sb), Path: "/dev/md/a0"}), qt.IsNil)
+		c.Assert(l.Unlock(), qt.IsNil)
+	}, func(call string) {
+		f := strings.Fields(call)
+		e := f[0] + " " + f[1]
+		if f[0] == "MakeLink" {
+			e = "MakeLink " + filepath.Base(f[1])
+		}
+		if ch := after[e]; ch != nil {
+			waitFor(ch)
+		}
+		seen(e)
+	})
+	c.Assert(strings.Join(want, "\n"), qt.Contains, "/dev/md/a0 ")
+	c.Check(got, qt.DeepEquals, want)
+}
+
+// TestLateDevice: md devices, their partitions and /dev/md/NAME links are
+// taken on their own; other block devices are not (a device taken on its
+// own is only slower).
+func TestLateDevice(t *testing.T) {
+	c := qt.New(t)
+	for _, p := range []string{"/dev/md127", "/dev/md127p1", "/dev/md/boot", "/dev/md_d0"} {
+		c.Check(lateDevice(p), qt.IsTrue, qt.Commentf(p))
+	}
+	for _, p := range []string{"/dev/vda", "/dev/sdb1", "/dev/nvme0n1p2", "/dev/dm-0", "/dev/mapper/data"} {
+		c.Check(lateDevice(p), qt.IsFalse, qt.Commentf(p))
+	}
 }
