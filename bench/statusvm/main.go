@@ -10,6 +10,9 @@
 // -strace counts the system calls of each command and charges them to
 // arrays and members (syscalls.go); -costs times single system calls on
 // the arrays; -profile writes a CPU profile of in-process Discover calls;
+// the floors beside the tools are a Go hello world, a program that only
+// links mdctl's dependencies, and floor/reads, which makes only the system
+// calls of a status report (docs/performance.md §2);
 // -capture writes the eight-array system into testdata/bench/eight-arrays
 // for the Discover benchmark. See docs/performance.md.
 package main
@@ -24,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -90,10 +94,11 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 		}
 		files["/usr/bin/mdctl-old"] = exe
 	}
-	// The start-up floors (floor/): a Go hello world, and a program that
-	// links mdctl's dependencies and uses none of them.
+	// The floors (floor/): a Go hello world, a program that links mdctl's
+	// dependencies and uses none of them, and one that makes only the
+	// system calls of a status report (reads/).
 	floors := map[string]string{}
-	for _, f := range []string{"hello", "deps"} {
+	for _, f := range []string{"hello", "deps", "reads"} {
 		exe := filepath.Join(work, "floor-"+f)
 		if err := vmtest.BuildProgram(ctx, rig.Root, "./bench/statusvm/floor/"+f, exe); err != nil {
 			return err
@@ -282,6 +287,11 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 		{label: "mdctl --version (start-up only)", args: []string{"mdctl", "--version"}},
 		{label: "floor: mdctl's dependencies", args: []string{"floor-deps"}},
 		{label: "floor: Go hello world", args: []string{"floor-hello"}},
+		{label: "floor: status's reads", args: []string{"floor-reads"}},
+		{label: "floor: status's reads, openat", args: []string{"floor-reads", "-at"}},
+		{label: "floor: text's reads, openat", args: []string{"floor-reads", "-at", "-min"}},
+		{label: "floor: text's reads, openat, no superblock", args: []string{"floor-reads", "-at", "-min", "-nosb"}},
+		{label: "floor: mdadm's way (ioctls, /proc/mdstat)", args: []string{"floor-reads", "-ioctl"}},
 	}
 	if old != "" {
 		jobs = slices.Insert(jobs, 2, &job{label: "mdctl status at " + old, args: []string{"mdctl-old", "status"}})
@@ -462,6 +472,30 @@ func callCosts() error {
 		}
 		fmt.Printf("COST %-72s %8v per call\n", c.label+":", (time.Since(start) / 500).Round(100*time.Nanosecond))
 	}
+	// The same open, read and close on two threads at once (md0's and
+	// md1's array_state): whether the guest's second vCPU shortens a
+	// report that reads arrays on two goroutines.
+	start := time.Now()
+	errs := make(chan error, 2)
+	for _, a := range []string{"md0", "md1"} {
+		call := openReadClose("/sys/block/" + a + "/md/array_state")
+		go func() {
+			runtime.LockOSThread()
+			for i := 0; i < 500; i++ {
+				if err := call(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	fmt.Printf("COST %-72s %8v per call\n", "open+read+close on two threads at once (wall time / calls):", (time.Since(start) / 1000).Round(100*time.Nanosecond))
 	return nil
 }
 
