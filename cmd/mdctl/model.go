@@ -127,7 +127,6 @@ func newRoot(g *Globals, options ...kong.Option) (*kong.Kong, error) {
 		kong.Name("mdctl"),
 		kong.Description("Inspect and manage Linux MD software RAID."),
 		kong.UsageOnError(),
-		kong.Vars{"version": version()},
 	}, options...)
 	return kong.New(g, opts...)
 }
