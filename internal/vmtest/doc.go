@@ -40,8 +40,8 @@
 // [Rig.Boot] starts one VM and [VM.Wait] (or [Rig.Run]) waits for the
 // exit marker. A kernel panic, a missing marker, a timeout or a non-zero
 // status is an error; nothing short of the marker with status 0 passes.
-// Only one VM runs at a time on a host: boots take a file lock in the
-// cache directory.
+// At most one VM per host CPU runs at a time ([Jobs]; a VM with more
+// vCPUs counts as many): boots take file locks in the cache directory.
 //
 // [VM.QMP], [VM.AddDisk] and [VM.RemoveDisk] talk to QEMU's QMP monitor
 // (Config.Monitor) to hot-plug disks at a chosen slot while the guest runs;
@@ -60,4 +60,5 @@
 //	MDRAID_VM_KERNEL=<k>      kernel to boot: a matrix label or version, or a version under /boot
 //	MDRAID_VM_CACHE=<dir>     cache directory (default $XDG_CACHE_HOME/go-mdraid-vm)
 //	MDRAID_VM_QEMU=<path>     qemu-system-x86_64 binary
+//	MDRAID_VM_JOBS=<n>        VMs of one vCPU that may run at once on this host (default: its CPUs)
 package vmtest

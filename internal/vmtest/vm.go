@@ -201,8 +201,8 @@ func (r *Rig) Run(ctx context.Context, cfg Config) (*Result, error) {
 	return vm.Wait()
 }
 
-// Boot starts a VM. It blocks while another VM runs on this host. The
-// caller must call Wait (or Kill and Wait).
+// Boot starts a VM. It blocks while the host's VM slots are taken (one
+// per CPU, see [Jobs]). The caller must call Wait (or Kill and Wait).
 func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Minute
@@ -277,7 +277,7 @@ func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 		args = append(args, "-qmp", "unix:"+qmpPath+",server=on,wait=off")
 	}
 
-	if vm.unlock, err = lockHost(); err != nil {
+	if vm.unlock, err = lockHost(cfg.CPUs); err != nil {
 		return nil, err
 	}
 	defer func() {
