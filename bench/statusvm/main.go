@@ -2,8 +2,11 @@
 // --verbose` on eight real arrays in the VM rig, in one run: the median
 // wall and CPU time, peak RSS and minor faults of interleaved calls.
 //
-//	go run ./bench/statusvm [-n 50] [-old REV] [-strace] [-costs] [-profile] [-capture]
+//	go run ./bench/statusvm [-n 50] [-cpus 2] [-old REV] [-strace] [-costs] [-profile] [-capture]
 //
+// -cpus sets the guest's vCPUs (the rig's default is one; a machine with
+// md arrays has more, and mdctl reads arrays on as many goroutines as
+// there are CPUs, where mdadm runs on one);
 // -old REV also times `mdctl status` built from the git revision REV
 // (such as HEAD~1), interleaved with the others, so that a change is
 // measured against what it changes in one run;
@@ -53,13 +56,14 @@ func main() {
 	profile := flag.Bool("profile", false, "write a CPU profile of in-process Discover calls to bench/statusvm.prof")
 	costs := flag.Bool("costs", false, "time single system calls on the arrays (500 of each)")
 	trace := flag.Bool("strace", false, "also count system calls with the host's strace (copied into the guest)")
+	cpus := flag.Int("cpus", 2, "the guest's vCPUs")
 	old := flag.String("old", "", "also time mdctl status built from this git revision")
 	flag.Parse()
 	var err error
 	if *guest {
 		err = runGuest(*n, *out, *old, *trace, *profile, *costs)
 	} else {
-		err = runHost(*n, *old, *capture, *trace, *profile, *costs)
+		err = runHost(*n, *cpus, *old, *capture, *trace, *profile, *costs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statusvm:", err)
@@ -67,7 +71,7 @@ func main() {
 	}
 }
 
-func runHost(n int, old string, capture, trace, profile, costs bool) error {
+func runHost(n, cpus int, old string, capture, trace, profile, costs bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rig, err := vmtest.NewRig()
@@ -143,6 +147,7 @@ func runHost(n int, old string, capture, trace, profile, costs bool) error {
 		Files:   files,
 		Disks:   disks,
 		Shares:  []vmtest.Share{{Tag: "out", HostDir: share, GuestDir: "/out"}},
+		CPUs:    cpus,
 		Timeout: 10 * time.Minute,
 		Console: func(line string) { fmt.Println("guest:", line) },
 	})
@@ -292,6 +297,9 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 		{label: "floor: text's reads, openat", args: []string{"floor-reads", "-at", "-min"}},
 		{label: "floor: text's reads, openat, no superblock", args: []string{"floor-reads", "-at", "-min", "-nosb"}},
 		{label: "floor: mdadm's way (ioctls, /proc/mdstat)", args: []string{"floor-reads", "-ioctl"}},
+		{label: "floor: status's reads on every CPU", args: []string{"floor-reads", "-par"}},
+		{label: "floor: text's reads, openat, every CPU", args: []string{"floor-reads", "-at", "-min", "-par"}},
+		{label: "floor: mdadm's way on every CPU", args: []string{"floor-reads", "-ioctl", "-par"}},
 	}
 	if old != "" {
 		jobs = slices.Insert(jobs, 2, &job{label: "mdctl status at " + old, args: []string{"mdctl-old", "status"}})
@@ -318,7 +326,7 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 	// under TCG) makes every read slow.
 	cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
 	fmt.Printf("RESULT clock source %s\n", strings.TrimSpace(string(cs)))
-	fmt.Printf("RESULT %d arrays, %d interleaved calls each, 2 vCPU TCG guest; medians\n", arrays, n)
+	fmt.Printf("RESULT %d arrays, %d interleaved calls each, %d vCPU TCG guest; medians\n", arrays, n, runtime.NumCPU())
 	var base time.Duration
 	for i, j := range jobs {
 		var wall, cpu []time.Duration

@@ -7,6 +7,7 @@
 //
 //	reads [-at] [-min] [-nosb]
 //	reads -ioctl
+//	reads ... -par
 //
 // -at opens each attribute relative to a descriptor of its directory
 // (openat) instead of by its whole path; -min reads only what mdctl's
@@ -19,7 +20,10 @@
 // and /proc/mdstat once for progress; sysfs (openat) only for what the
 // ioctls lack: array_state, mismatch_cnt, last_sync_action, a member's
 // state, errors and bad_blocks, its uevent and serial and the by-path
-// links; and the O_DIRECT superblock reads. bench/statusvm times
+// links; and the O_DIRECT superblock reads.
+//
+// -par shares the arrays out among as many threads as there are CPUs, as
+// mdctl's Discover does. bench/statusvm times
 // it beside mdctl and mdadm (docs/performance.md §2).
 package main
 
@@ -27,6 +31,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -34,7 +39,7 @@ import (
 )
 
 func main() {
-	at, minimal, nosb, ioctl := false, false, false, false
+	at, minimal, nosb, ioctl, par := false, false, false, false, false
 	for _, a := range os.Args[1:] {
 		switch a {
 		case "-at":
@@ -45,12 +50,13 @@ func main() {
 			nosb = true
 		case "-ioctl":
 			ioctl, at = true, true
+		case "-par":
+			par = true
 		default:
-			fmt.Fprintln(os.Stderr, "usage: reads [-at] [-min] [-nosb]")
+			fmt.Fprintln(os.Stderr, "usage: reads [-at] [-min] [-nosb] [-ioctl] [-par]")
 			os.Exit(2)
 		}
 	}
-	r := &reader{at: at, nosb: nosb, ioctl: ioctl, buf: make([]byte, 4096)}
 	var out bytes.Buffer
 	ents, err := os.ReadDir("/sys/block")
 	if err != nil {
@@ -65,18 +71,48 @@ func main() {
 		}
 		fmt.Fprintf(&out, "mdstat %d bytes\n", len(mdstat))
 	}
+	var names []string
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "md") {
-			continue
-		}
-		if ioctl {
-			r.arrayIoctl(&out, e.Name())
-		} else {
-			r.array(&out, e.Name(), minimal)
+		if strings.HasPrefix(e.Name(), "md") {
+			names = append(names, e.Name())
 		}
 	}
+	// One reader per thread; the arrays are shared out among
+	// runtime.NumCPU() of them with -par, as mdctl's Discover does.
+	workers := 1
+	if par {
+		workers = runtime.NumCPU()
+	}
+	outs := make([]bytes.Buffer, len(names))
+	next := make(chan int)
+	failed := make(chan int, workers)
+	for range workers {
+		go func() {
+			runtime.LockOSThread()
+			r := &reader{at: at, nosb: nosb, ioctl: ioctl, buf: make([]byte, 4096)}
+			for i := range next {
+				if ioctl {
+					r.arrayIoctl(&outs[i], names[i])
+				} else {
+					r.array(&outs[i], names[i], minimal)
+				}
+			}
+			failed <- r.failed
+		}()
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	bad := 0
+	for range workers {
+		bad += <-failed
+	}
+	for i := range outs {
+		out.Write(outs[i].Bytes())
+	}
 	os.Stdout.Write(out.Bytes())
-	if r.failed > 0 {
+	if bad > 0 {
 		os.Exit(1)
 	}
 }
