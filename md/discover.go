@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"runtime"
 	"slices"
@@ -12,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 )
 
 // Discover finds every md array in sysfs, running or not, with no
@@ -240,7 +243,10 @@ type snapshot struct {
 type memberSnap struct {
 	Member
 	state sysfs.MemberState
-	sb    *superblock.Superblock
+	// left: reading the member's state or slot showed that it has
+	// left the array since it was listed (memberLeft); readFS drops it.
+	left bool
+	sb   *superblock.Superblock
 	// badSysfs lists the member's attributes that did not parse.
 	badSysfs []string
 	// unread names the member's state and slot when they could not be
@@ -359,12 +365,15 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	}
 	for _, mem := range members {
 		ms := m.readMember(fsys, mem)
-		s.errs = append(s.errs, ms.badSysfs...)
+		if !ms.left {
+			s.errs = append(s.errs, ms.badSysfs...)
+		}
 		s.members = append(s.members, ms)
 	}
 	if sbs != nil {
 		m.addSuperblocks(s, sbs())
 	}
+	s.members = slices.DeleteFunc(s.members, func(ms memberSnap) bool { return ms.left })
 	if !slices.ContainsFunc(s.members, func(ms memberSnap) bool { return ms.sb != nil }) {
 		if u, err := a.UUID(); err == nil && u != (uuid.UUID{}) {
 			s.sysUUID = u.String()
@@ -444,6 +453,10 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 	defer func() { ms.Error = strings.Join(errs, "; ") }()
 
 	st, err := mem.State()
+	if memberLeft(mem, err) {
+		ms.left = true
+		return ms
+	}
 	note("state", err)
 	if err != nil {
 		ms.unread = append(ms.unread, "state")
@@ -455,6 +468,10 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 			ms.Slot = int(slot)
 		}
 	} else {
+		if memberLeft(mem, err) {
+			ms.left = true
+			return ms
+		}
 		note("slot", err)
 		ms.unread = append(ms.unread, "slot")
 	}
@@ -508,6 +525,46 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 
 	return ms
 }
+
+// memberLeft reports whether err, from reading the state or slot of the
+// member mem (listed a moment before), shows that the member has left its
+// array. Linux 6.1 unbinds a removed member at once but deletes its dev-*
+// directory later, from a workqueue (unbind_rdev_from_array), in two
+// steps: the attributes first, then the directory (docs/kernels.md §7 and
+// §9). So right after a removal a listing can still name the member while
+//   - every read of it fails with ENODEV: md's rdev_attr_show says so once
+//     the member is unbound (rdev->mddev is NULL), which proves it left;
+//   - its attributes are missing while its directory is still there: it
+//     left if the directory goes too, which memberLeft waits for, for
+//     leaveWait at most; a directory that stays without its attributes
+//     proves nothing, and the member is kept (unread).
+func memberLeft(mem sysfs.Member, err error) bool {
+	switch {
+	case errors.Is(err, unix.ENODEV):
+		return true
+	case !errors.Is(err, fs.ErrNotExist):
+		return false
+	}
+	deadline := time.Now().Add(leaveWait)
+	for {
+		_, err := os.Lstat(mem.Path(""))
+		if errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if err != nil || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(leavePoll)
+	}
+}
+
+// How long memberLeft waits for the directory of a member whose
+// attributes are gone, and how often it looks: the kernel's worker
+// deletes it within milliseconds.
+const (
+	leaveWait = 500 * time.Millisecond
+	leavePoll = 5 * time.Millisecond
+)
 
 // readSuperblock reads the superblock of the version the kernel reports
 // from the member's device node, waiting at most the read deadline (the

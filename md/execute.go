@@ -465,8 +465,10 @@ func addNewDisk(kern kernel, fsys sysfs.FS, p *Plan) error {
 	return err
 }
 
-// memberBinding reports whether sysfs shows device bound to array (its
-// dev-* directory exists); known is false when sysfs cannot tell.
+// memberBinding reports whether sysfs shows device bound to array: its
+// dev-* directory exists and reading its state does not show that it has
+// left (Linux 6.1 lists an unbound member for a moment, see memberLeft);
+// known is false when sysfs cannot tell.
 func memberBinding(fsys sysfs.FS, array, device string) (bound, known bool) {
 	if device == "" {
 		return false, false
@@ -475,11 +477,12 @@ func memberBinding(fsys sysfs.FS, array, device string) (bound, known bool) {
 	if err != nil {
 		return false, false
 	}
-	_, err = a.Member(device)
-	switch {
-	case err == nil:
-		return true, true
-	case errors.Is(err, fs.ErrNotExist):
+	mem, err := a.Member(device)
+	if err == nil {
+		_, err = mem.State()
+		return !memberLeft(mem, err), true
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, true
 	}
 	return false, false
