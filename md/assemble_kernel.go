@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -103,7 +105,48 @@ func (k sysKernel) SetArrayInfo(array string, major, minor int) error {
 func (k sysKernel) AddDisk(array string, dev sysfs.DevNum) error { return k.AddNewDisk(array, dev) }
 
 // Start issues RUN_ARRAY or writes array_state=read-auto.
+//
+// The kernel starts an array with its level's personality, which md_run
+// asks modprobe for (md-level-N) and then looks up; if the module is not
+// registered yet, the start fails with EINVAL ("personality for level N
+// is not loaded"). A modprobe that sees the module already listed in
+// /proc/modules while another start's load of it is still running its
+// init (busybox's does: an initramfs) returns at once, so arrays started
+// at the same time as the one that loads the personality can fail so
+// (seen on 7.2 when Assemble starts arrays at the same time, with md_mod
+// and raid1 not loaded). When a start fails with EINVAL and /proc/mdstat
+// does not list the array's personality, Start waits for it (for
+// persWait at most) and starts once more: the failed lookup changed
+// nothing that keeps a second start from working.
 func (k sysKernel) Start(array string, readAuto bool) error {
+	err := k.start(array, readAuto)
+	if !errors.Is(err, unix.EINVAL) || k.procRoot == "" {
+		return err
+	}
+	pers := k.personality(array)
+	if pers == "" || personalityListed(k.procRoot, pers) {
+		return err
+	}
+	for deadline := time.Now().Add(persWait); time.Now().Before(deadline); {
+		time.Sleep(persPoll)
+		if personalityListed(k.procRoot, pers) {
+			if err2 := k.start(array, readAuto); err2 != nil {
+				return fmt.Errorf("%w (once more after the %s personality was registered: %w)", err, pers, err2)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (the %s personality is not registered: /proc/mdstat does not list it)", err, pers)
+}
+
+// How long Start waits for a personality being loaded, and how often it
+// looks.
+const (
+	persWait = 2 * time.Second
+	persPoll = 20 * time.Millisecond
+)
+
+func (k sysKernel) start(array string, readAuto bool) error {
 	if !readAuto {
 		return k.RunArray(array)
 	}
@@ -112,6 +155,50 @@ func (k sysKernel) Start(array string, readAuto bool) error {
 		return err
 	}
 	return a.SetState(sysfs.StateReadAuto)
+}
+
+// personality returns the name /proc/mdstat gives the personality of
+// the array's level ("raid1"), or "" when it cannot be told. An array
+// that is not running shows its level as a bare number ("1").
+func (k sysKernel) personality(array string) string {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return ""
+	}
+	l, err := a.Level()
+	if err != nil {
+		return ""
+	}
+	return personalityName(string(l))
+}
+
+// personalityName maps a level as md/level shows it, a name or a bare
+// number, to the personality's name in /proc/mdstat.
+func personalityName(level string) string {
+	switch level {
+	case "-1", "linear":
+		return "linear"
+	case "0", "1", "4", "5", "6", "10":
+		return "raid" + level
+	case "raid0", "raid1", "raid4", "raid5", "raid6", "raid10":
+		return level
+	}
+	return ""
+}
+
+// personalityListed reports whether the "Personalities :" line of
+// /proc/mdstat below procRoot lists pers ("[raid1]").
+func personalityListed(procRoot, pers string) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, "mdstat"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Personalities :"); ok {
+			return slices.Contains(strings.Fields(rest), "["+pers+"]")
+		}
+	}
+	return false
 }
 
 // StopArray opens the array O_RDONLY|O_EXCL, as mdadm does, and issues

@@ -91,8 +91,9 @@ type region struct {
 // sysKernel is the real kernel: ioctls on the md device node under
 // devRoot, attribute writes under the sysfs root.
 type sysKernel struct {
-	fs      sysfs.FS
-	devRoot string
+	fs       sysfs.FS
+	devRoot  string
+	procRoot string // for /proc/mdstat (Start)
 	// openFile opens the device ClaimDevice claims; nil is os.OpenFile.
 	// Tests observe the flags through it.
 	openFile func(name string, flag int, perm os.FileMode) (*os.File, error)

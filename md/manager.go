@@ -137,7 +137,7 @@ func Open(cfg *Config) (*Manager, error) {
 	}
 	m := &Manager{fs: fsys, devRoot: c.DevRoot, reads: newReadGate(c.ReadTimeout), now: c.Now,
 		mapDir: c.MapDir, homeHost: c.HomeHost, noUdev: c.NoUdev, udevDir: c.UdevDir, procRoot: c.ProcRoot}
-	k := sysKernel{fs: fsys, devRoot: c.DevRoot}
+	k := sysKernel{fs: fsys, devRoot: c.DevRoot, procRoot: c.ProcRoot}
 	m.asm = k
 	m.ops = ops{k: k, runDir: c.RunDir, mountInfo: c.MountInfo, diskNumbers: k.diskNumbers}
 	// Member superblocks and bitmaps are read with O_DIRECT: see
