@@ -141,7 +141,7 @@ func decideFail(s *snapshot, name string) (*memberSnap, error) {
 	if ms.Slot < len(inSync) {
 		inSync[ms.Slot] = false
 	}
-	if !survives(a.Level, s.layout, inSync) {
+	if !survives(a.Level, a.Layout, inSync) {
 		return nil, fmt.Errorf("%w: %s holds the last in-sync copy of some data in %s", errWouldFail, name, s.name)
 	}
 	return ms, nil
@@ -267,7 +267,8 @@ func (m *Manager) Remove(ctx context.Context, array, member string, change ...*C
 
 // decideRun is the decision behind Run: the array must be assembled but
 // not running, and its members' superblocks must cover enough slots for
-// its level.
+// its level and layout, the kernel's own rule (raid10.c _enough; the
+// layout is the superblock's, as md/layout reads 0 until the start).
 func decideRun(s *snapshot) error {
 	if why := unreadFacts(s, "array_state", "level", "raid_disks", "layout", "members"); why != "" {
 		return fmt.Errorf("%w: could not read %s", errUnknownFact, why)
@@ -283,7 +284,7 @@ func decideRun(s *snapshot) error {
 	for _, sl := range a.Slots {
 		inSync[sl.Slot] = sl.State == SlotActive || sl.State == SlotAssembled
 	}
-	if a.RaidDisks == 0 || !survives(a.Level, s.layout, inSync) {
+	if a.RaidDisks == 0 || !survives(a.Level, a.Layout, inSync) {
 		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
 	}
 	return nil

@@ -27,7 +27,7 @@ func build(s *snapshot, devRoot string) Array {
 		DevNum:    s.dev,
 		Metadata:  s.metadata.Raw,
 		Level:     string(s.level),
-		Layout:    s.layout,
+		Layout:    d.layout,
 		RaidDisks: d.raidDisks,
 		State:     string(s.state),
 		Slots:     []Slot{},
@@ -136,6 +136,11 @@ type derived struct {
 	// raidDisks is the number of slots the model shows: sysfs's, or for
 	// an array that is not running, the newest superblock's, each bounded.
 	raidDisks int
+	// layout is sysfs's layout, or for an array that is not running the
+	// newest superblock's: the kernel sets md/layout only when it starts
+	// the array (it reads 0 before), and the start decision of a raid10
+	// depends on it.
+	layout int64
 	// errs are the array's errors found here, after those read (s.errs).
 	errs []string
 	// members are copies of the snapshot's members with what the model
@@ -194,6 +199,10 @@ func derive(s *snapshot) derived {
 		if mem.sb != nil && (d.newest == nil || mem.sb.Events > d.newest.Events) {
 			d.newest = mem.sb
 		}
+	}
+	d.layout = s.layout
+	if !d.running && d.newest != nil {
+		d.layout = int64(d.newest.Layout)
 	}
 	var maxEvents uint64
 	var tooMany string // the newest superblock's raid_disks, out of bounds
