@@ -50,8 +50,10 @@ type Array struct {
 	// Level is the RAID level as the kernel names it: "raid1", "raid5",
 	// "raid10", "raid0", "linear", …
 	Level string `json:"level,omitempty"`
-	// Layout is the kernel's layout number, and LayoutName mdadm's name
-	// for it ("left-symmetric", "near=2").
+	// Layout is the kernel's layout number (for an array that is not
+	// running, the newest superblock's: md/layout reads 0 until the
+	// start), and LayoutName mdadm's name for it ("left-symmetric",
+	// "near=2").
 	Layout     int64  `json:"layout"`
 	LayoutName string `json:"layout_name,omitempty"`
 	// ChunkBytes is the chunk size in bytes (0 where the level has none).
