@@ -45,6 +45,9 @@ type IncrementalRequest struct {
 	// read-auto, rather than waiting for all it expects (mdadm -I
 	// --run).
 	Run bool
+	// AddSpares hot-adds a spare of a running array, as mdadm -I does;
+	// see AssembleRequest.AddSpares.
+	AddSpares bool
 }
 
 // IncrementalResult is what Incremental did with one device.
@@ -114,7 +117,26 @@ var (
 	// ErrLeftBehind means the device is an out-of-date member of an
 	// array that runs without it; it is not added (Run adds it).
 	ErrLeftBehind = errors.New("md: out-of-date member of a running array")
+	// ErrLeftOut means another device claims the same slot of the
+	// array and the other members' superblocks show that it, not this
+	// one, is current: this one is not added.
+	ErrLeftOut = errors.New("md: another device is current for this slot")
+	// ErrConflict means two devices claim one slot of the array and the
+	// superblocks cannot tell which is current, or two devices carry one
+	// device UUID: no device of the array is added.
+	ErrConflict = errors.New("md: two devices claim one place in the array")
+	// ErrSpareNotAdded means the device is a spare (or names no slot) of
+	// an array that is running: it joins only through replace or heal,
+	// or with AddSpares.
+	ErrSpareNotAdded = errors.New("md: not hot-adding a spare to a running array")
 )
+
+// notStartedError is the failure of an array's start: the array's
+// outcome, for every device added to it.
+type notStartedError struct{ err error }
+
+func (e *notStartedError) Error() string { return e.err.Error() }
+func (e *notStartedError) Unwrap() error { return e.err }
 
 // incrementalOp is the operation name of Incremental's refusals.
 const incrementalOp = "incremental"
@@ -402,11 +424,17 @@ func (m *Manager) incremental(req IncrementalRequest, l mapAccess, t *turn) (*In
 	} else {
 		t.arrayExists()
 		res.Array, res.Path = array, path
-		if err := m.join(res, o, req.Run); err != nil {
+		if err := m.join(res, o, req.Run, req.AddSpares); err != nil {
 			return res, err
 		}
 	}
 	err = m.maybeStart(res, local, req.Run)
+	var nostart *notStartedError
+	if errors.As(err, &nostart) && t != nil {
+		if _, made := m.madeHere(res.Array); made {
+			m.undoArray(res, l, t)
+		}
+	}
 	if m.uevents != nil {
 		m.uevents.add(t.index(), res)
 	} else if uerr := m.asm.Uevent(res.Array); uerr == nil {
@@ -474,6 +502,11 @@ func (m *Manager) assembling(entries []mapfile.Entry, sb *superblock.Superblock,
 		ok, err := m.alive(e.Dev)
 		if err != nil {
 			return "", "", fmt.Errorf("%w: cannot tell whether %s, the map's array of UUID %s, is assembling: %w", errUnknownFact, e.Dev, uuidText, err)
+		}
+		if u, made := m.madeHere(e.Dev); made && u != sb.SetUUID {
+			// Made since the look above (a creation remembers its
+			// array before the array exists).
+			continue
 		}
 		if ok {
 			return e.Dev, e.Path, nil
@@ -576,6 +609,12 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	if err := t.wait(); err != nil {
 		return err
 	}
+	// Creations after a failed one may run at the same time as the
+	// ones after them (the failed array's later devices were decided
+	// on when it was created): choosing a number and a link, and taking
+	// them, is one step.
+	unlock := t.lockCreation()
+	defer unlock()
 	if t != nil {
 		// The entries as the creations before this one left them.
 		var err error
@@ -598,8 +637,14 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	res.Path = "/dev/" + array
 	link := ""
 	if cname, err := linkName(name); err == nil && name != "" {
+		byAny := local && !isLocal(sb, m.homeHost)
 		link = chooseLink(cname, local, func(c string) bool {
 			if t.linkTaken(c) {
+				return true
+			}
+			if byAny && t.wantedByLocal(c) {
+				// An array of homehost "any" yields the name to an
+				// array of this host (docs/assembly.md §10).
 				return true
 			}
 			for _, e := range entries {
@@ -632,12 +677,14 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	}
 	res.Writes = append(res.Writes, "new_array "+array)
 	t.created(m.linkToBe(link, array))
+	unlock()
 	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(n)}); err != nil {
 		return fmt.Errorf("md: %w", err)
 	}
 	undo := func(err error) error {
 		if serr := m.asm.StopArray(array); serr == nil {
 			res.Writes = append(res.Writes, "STOP_ARRAY "+array)
+			t.release(link) // given back: the next array of this name takes it
 		}
 		return err
 	}
@@ -658,6 +705,7 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	} else if s >= 0 {
 		return undo(fmt.Errorf("md: the kernel gave %s slot %d before the array started; this kernel cannot assemble incrementally", o.kname, s))
 	}
+	t.confirm(link)
 	if link != "" && m.makeLinks() {
 		lp := filepath.Join(m.devRoot, "md", link)
 		if err := m.asm.MakeLink(lp, "/dev/"+array); err == nil {
@@ -671,10 +719,35 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	}
 	e := mapfile.Entry{Dev: array, Metadata: metadataText(sb), UUID: mapfile.UUIDText(sb), Path: res.Path}
 	if err := l.Update(e); err != nil {
-		return fmt.Errorf("md: %s is assembling with %s but the map file was not updated: %w", array, o.kname, err)
+		return fmt.Errorf("%w: %s is assembling with %s but the map file was not updated: %w", errFatal, array, o.kname, err)
 	}
 	res.Writes = append(res.Writes, "map "+array)
 	return nil
+}
+
+// undoArray stops res.Array, which this Assemble call created and which
+// did not start, and gives back its link and map entry, so that another
+// array of that name gets them; each change is in res.Writes.
+func (m *Manager) undoArray(res *IncrementalResult, l mapAccess, t *turn) {
+	array := res.Array
+	if err := m.asm.StopArray(array); err != nil {
+		res.Writes = append(res.Writes, "STOP_ARRAY "+array+" failed: "+err.Error())
+		return
+	}
+	res.Writes = append(res.Writes, "STOP_ARRAY "+array)
+	m.forgetMembers(array)
+	if link, ok := strings.CutPrefix(res.Path, "/dev/md/"); ok {
+		if m.makeLinks() {
+			lp := filepath.Join(m.devRoot, "md", link)
+			if ok, err := m.asm.RemoveLink(lp, "/dev/"+array); err == nil && ok {
+				res.Writes = append(res.Writes, "unlink "+lp)
+			}
+		}
+		t.release(link)
+	}
+	if err := l.Remove(array); err == nil {
+		res.Writes = append(res.Writes, "unmap "+array)
+	}
 }
 
 // linkToBe is the link, of link chosen for array, that this array will
@@ -757,17 +830,25 @@ func (m *Manager) members(array string) ([]attached, error) {
 }
 
 // join binds o to the existing, assembling array res.Array.
-func (m *Manager) join(res *IncrementalResult, o *offered, run bool) error {
+func (m *Manager) join(res *IncrementalResult, o *offered, run, addSpares bool) error {
 	array := res.Array
 	a, err := m.fs.Array(array)
 	if err != nil {
 		return err
+	}
+	if _, err := a.Member(o.kname); err == nil {
+		// Already one of its members: nothing to do, and nothing to say
+		// beyond "in use".
+		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: %s is already a member of %s", ErrInUse, o.kname, array))
 	}
 	st, err := a.State()
 	if err != nil {
 		return err
 	}
 	running := st != sysfs.StateInactive && st != sysfs.StateClear
+	if running && !inSync(o.sb) && !addSpares {
+		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: %s is a spare of %s, which is running: a degraded array would rebuild onto it at once (replace or heal add a disk to a slot; --add-spares adds it as mdadm would)", ErrSpareNotAdded, o.kname, array))
+	}
 	ms, err := m.members(array)
 	if err != nil {
 		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: cannot compare %s with the members of %s: %w", errUnknownFact, o.kname, array, err))
@@ -909,7 +990,7 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	err = m.asm.Start(array, readAuto)
 	m.forgetMembers(array) // a started array's superblocks are written
 	if err != nil {
-		return fmt.Errorf("md: %s is assembled with %d of %d members but did not start: %w", array, c.Active, c.Expected, err)
+		return &notStartedError{fmt.Errorf("md: %s is assembled with %d of %d members but did not start: %w", array, c.Active, c.Expected, err)}
 	}
 	res.ReadAuto = readAuto
 	if readAuto {

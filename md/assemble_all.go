@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/google/uuid"
 
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md/mapfile"
+	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -27,26 +31,50 @@ type AssembleRequest struct {
 	Array string
 	// Run starts arrays that are enough but incomplete, read-auto.
 	Run bool
+	// AddSpares hot-adds a device whose superblock makes it a spare (or
+	// names no slot) of an array that is already running, as mdadm
+	// --incremental does. Without it such a device is refused
+	// (ErrSpareNotAdded): a running, degraded array would rebuild onto it
+	// at once, so a disk anyone plugs in would carry away a copy of the
+	// array. A spare joins a running array through replace or heal.
+	AddSpares bool
+	// PickDuplicates decides a slot claimed by two devices that the other
+	// members' superblocks do not tell apart, and two devices with one
+	// device UUID, as mdadm --assemble does (the most events, then the
+	// first device), instead of leaving that array unassembled
+	// (ErrConflict).
+	PickDuplicates bool
 }
 
-// AssembleResult is what Assemble did.
+// AssembleResult is what Assemble did. Each device offered is in at most
+// one of Added, Skipped and Failed; a device that carries no md
+// superblock is in none.
 type AssembleResult struct {
 	// Added lists each device added, in the order of the devices, with
 	// the state it left its array in.
 	Added []*IncrementalResult
-	// Skipped lists the devices not added, with the reason.
+	// Skipped lists the devices not added, with the reason: refusals,
+	// which changed nothing.
 	Skipped []Skipped
-	// Failed is the first device (in the order of the devices) whose
-	// Incremental failed and stopped Assemble, with what was changed for
-	// it before it failed (its Writes), when that is Assemble's error;
-	// nil otherwise, and when the failure came before the device was
-	// looked at. It is not in Added.
-	Failed *IncrementalResult
-	// AlsoFailed lists the other devices whose Incremental failed: the
-	// arrays are assembled at the same time, so another array's device
-	// can fail before Assemble stops. Their Writes are what was changed
-	// for them.
-	AlsoFailed []*IncrementalResult
+	// Failed lists the devices whose assembly failed after something was
+	// changed or tried: the kernel refused the device (its Err), or its
+	// array did not start. Each failure is its array's alone: the other
+	// arrays were assembled. An array this call created whose first
+	// member or start failed was stopped again, and its number, link
+	// and map entry given back (Result.Writes ends with the undoing).
+	Failed []Failure
+}
+
+// Failure is a device Assemble could not add, or whose array did not
+// start.
+type Failure struct {
+	// Device is the path Assemble looked at.
+	Device string
+	// Result is what was done for the device (its Writes say every
+	// change, and its undoing); nil when nothing was.
+	Result *IncrementalResult
+	// Err is why.
+	Err error
 }
 
 // Skipped is a device Assemble did not add.
@@ -54,22 +82,37 @@ type Skipped struct {
 	// Device is the path Assemble looked at.
 	Device string
 	// Reason is why it was not added: a *RefusedError (ErrInUse,
-	// ErrLeftBehind, ErrMismatch, ...).
+	// ErrLeftBehind, ErrMismatch, ErrLeftOut, ErrConflict,
+	// ErrSpareNotAdded, ...).
 	Reason error
 }
+
+// errFatal marks the failures after which no later step of an Assemble
+// call is safe: the map file cannot be written, so the next array could
+// be given a number or a name that another already has.
+var errFatal = errors.New("md: assembly cannot go on")
 
 // Assemble assembles every array found on the devices: the end state of
 // Incremental over each of them in turn, which is what udev leaves at
 // boot. Unlike mdadm --assemble --scan, it does not pass over foreign
 // arrays and does not stop at a stale member of a running array. With
 // Run, arrays that are enough but incomplete are then started read-auto.
-// Devices that carry no superblock, are in use, or are refused are
-// listed in Skipped; the error is for failures that stopped it. What was
-// changed before such a failure is in the result: the Writes of each
-// device in Added, of Failed and of AlsoFailed. Where Incremental writes
-// change to the array's uevent after each device, Assemble writes it
-// once per array, at its end, to the last result of that array: udev's
-// array rules then run on the state the arrays are left in.
+//
+// One device or one array never stops the others (docs/assembly.md §10):
+// a device the kernel refuses, or an array that does not start, is that
+// array's outcome, in Failed; an array this call created that failed is
+// stopped again and gives back its name. Devices that carry no
+// superblock, are in use, or are refused are listed in Skipped; so are
+// the devices of a slot claimed twice that the superblocks show are not
+// current (ErrLeftOut), every device of an array whose slot is claimed by
+// two devices that cannot be told apart (ErrConflict), and spares of a
+// running array (ErrSpareNotAdded; see AssembleRequest). The error is
+// for what stopped the whole call: ctx ending, the machine's devices or
+// the map file that cannot be read or written. What was changed before
+// is in the result. Where Incremental writes change to the array's
+// uevent after each device, Assemble writes it once per array, at its
+// end, to the last result of that array: udev's array rules then run on
+// the state the arrays are left in.
 //
 // Different arrays are assembled at the same time, each array's devices
 // one after the other in their order: the kernel makes every
@@ -90,7 +133,9 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	defer l.Unlock()
 	ml := &sharedMap{l: l}
 	tried := map[string]bool{}
+	undone := &undoneArrays{m: map[string]error{}, links: map[string]bool{}}
 	seen := 0 // devices offered in earlier rounds: the uevent order
+	var fatal error
 	for round := 0; round < 8; round++ {
 		devs := req.Devices
 		if len(devs) == 0 {
@@ -106,10 +151,9 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 				todo = append(todo, d)
 			}
 		}
-		outs, err := m.assembleRound(ctx, todo, req, ml, seen)
+		outs, err := m.assembleRound(ctx, todo, req, ml, seen, undone)
 		seen += len(todo)
 		progress := false
-		var errs []error
 		for i, o := range outs {
 			switch {
 			case !o.done || errors.Is(o.err, errStopped):
@@ -123,19 +167,19 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 					res.Skipped = append(res.Skipped, Skipped{Device: todo[i], Reason: o.err})
 				}
 			default:
-				errs = append(errs, o.err)
-				if len(errs) == 1 {
-					res.Failed = o.res // its Writes say what was changed
-				} else if o.res != nil {
-					res.AlsoFailed = append(res.AlsoFailed, o.res)
+				res.Failed = append(res.Failed, Failure{Device: todo[i], Result: o.res, Err: o.err})
+				if errors.Is(o.err, errFatal) && fatal == nil {
+					fatal = o.err
 				}
 			}
 		}
 		if err != nil {
+			undone.report(res)
 			return res, err
 		}
-		if len(errs) > 0 {
-			return res, errors.Join(errs...)
+		if fatal != nil {
+			undone.report(res)
+			return res, fatal
 		}
 		if !progress || len(req.Devices) > 0 {
 			break
@@ -143,18 +187,149 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	}
 	if req.Run {
 		for _, r := range res.Added {
-			if r.Started == StartUnsafe && m.stillInactive(r.Array) {
-				err := m.asm.Start(r.Array, true)
-				m.forgetMembers(r.Array)
-				if err != nil {
-					return res, fmt.Errorf("md: starting %s: %w", r.Array, err)
-				}
-				r.Started, r.ReadAuto = StartYes, true
-				r.Writes = append(r.Writes, "array_state=read-auto")
+			if r.Started != StartUnsafe || undone.has(r) || !m.stillInactive(r.Array) {
+				continue
 			}
+			err := m.asm.Start(r.Array, true)
+			m.forgetMembers(r.Array)
+			if err != nil {
+				err = fmt.Errorf("md: starting %s: %w", r.Array, err)
+				if _, made := m.madeHere(r.Array); made {
+					m.undoArray(r, ml, nil)
+				}
+				undone.add(r, err)
+				continue
+			}
+			r.Started, r.ReadAuto = StartYes, true
+			r.Writes = append(r.Writes, "array_state=read-auto")
 		}
 	}
+	undone.report(res)
+	if err := m.giveBackLinks(res, undone, ml); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// undoneArrays are the arrays of one Assemble call that did not start:
+// every device added to one is a failure, with the array's error.
+type undoneArrays struct {
+	mu    sync.Mutex
+	m     map[string]error // array + " " + UUID -> why
+	links map[string]bool  // links given back
+}
+
+func undoneKey(r *IncrementalResult) string { return r.Array + " " + r.UUID }
+
+func (u *undoneArrays) add(r *IncrementalResult, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.m[undoneKey(r)] = err
+	if l, ok := strings.CutPrefix(r.Path, "/dev/md/"); ok {
+		u.links[l] = true
+	}
+}
+
+func (u *undoneArrays) has(r *IncrementalResult) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.m[undoneKey(r)]
+	return ok
+}
+
+// report moves the devices added to an array that did not start from
+// Added to Failed, with the array's error.
+func (u *undoneArrays) report(res *AssembleResult) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.m) == 0 {
+		return
+	}
+	kept := res.Added[:0]
+	for _, r := range res.Added {
+		if err, ok := u.m[undoneKey(r)]; ok {
+			res.Failed = append(res.Failed, Failure{Device: r.Device, Result: r, Err: err})
+			continue
+		}
+		kept = append(kept, r)
+	}
+	res.Added = kept
+}
+
+// giveBackLinks gives each link that an array that did not start gave
+// back to the first array of this call (in the order of the devices)
+// whose name it is, and which was linked with a suffix ("boot_0")
+// because of it: the real array of that name gets its name although a
+// device that failed came first.
+func (m *Manager) giveBackLinks(res *AssembleResult, undone *undoneArrays, l mapAccess) error {
+	if len(undone.links) == 0 {
+		return nil
+	}
+	entries, err := l.Read()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("md: %w", err)
+	}
+	for _, r := range res.Added {
+		cur, ok := strings.CutPrefix(r.Path, "/dev/md/")
+		if !ok {
+			continue
+		}
+		base, _, ok := cutSuffix(cur)
+		if !ok || !undone.links[base] {
+			continue
+		}
+		taken := false
+		for _, e := range entries {
+			if e.Path == "/dev/md/"+base && e.Dev != r.Array {
+				if ok, err := m.alive(e.Dev); ok || err != nil {
+					taken = true
+				}
+			}
+		}
+		if taken {
+			continue
+		}
+		delete(undone.links, base)
+		target := "/dev/" + r.Array
+		var writes []string
+		if m.makeLinks() {
+			lp := filepath.Join(m.devRoot, "md", base)
+			if err := m.asm.MakeLink(lp, target); err != nil {
+				continue // something else is there: left alone
+			}
+			writes = append(writes, "symlink "+lp)
+			old := filepath.Join(m.devRoot, "md", cur)
+			if ok, err := m.asm.RemoveLink(old, target); err == nil && ok {
+				writes = append(writes, "unlink "+old)
+			}
+		}
+		e, _ := mapfile.Find(entries, r.Array)
+		e.Path = "/dev/md/" + base
+		if err := l.Update(e); err != nil {
+			return fmt.Errorf("%w: %s took back its name %s, but the map file was not updated: %w", errFatal, r.Array, base, err)
+		}
+		writes = append(writes, "map "+r.Array)
+		for _, x := range res.Added {
+			if x.Array == r.Array && x.UUID == r.UUID {
+				x.Path = "/dev/md/" + base
+			}
+		}
+		r.Writes = append(r.Writes, writes...)
+	}
+	return nil
+}
+
+// cutSuffix splits a link chosen with chooseLink's "_N" suffix.
+func cutSuffix(link string) (base string, n int, ok bool) {
+	i := strings.LastIndexByte(link, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(link[i+1:])
+	if err != nil || n < 0 || strconv.Itoa(n) != link[i+1:] {
+		return "", 0, false
+	}
+	return link[:i], n, true
 }
 
 // outcome is what became of one device of an Assemble round.
@@ -177,20 +352,29 @@ type outcome struct {
 // assembled before it may be what it is, or what it carries (a stacked
 // array's member), so it is read only then. The devices between two such
 // are a batch (assembleBatch).
-func (m *Manager) assembleRound(ctx context.Context, devs []string, req AssembleRequest, ml mapAccess, base int) ([]outcome, error) {
+func (m *Manager) assembleRound(ctx context.Context, devs []string, req AssembleRequest, ml mapAccess, base int, undone *undoneArrays) ([]outcome, error) {
 	outs := make([]outcome, len(devs))
 	order := newCreationOrder(len(devs), base)
+	defer func() {
+		order.mu.Lock()
+		undone.mu.Lock()
+		for l := range order.released {
+			undone.links[l] = true
+		}
+		undone.mu.Unlock()
+		order.mu.Unlock()
+	}()
 	start := 0
 	for i := 0; i <= len(devs); i++ {
 		if i < len(devs) && !lateDevice(devs[i]) {
 			continue
 		}
-		if err := m.assembleBatch(ctx, devs, start, i, req, ml, order, outs); err != nil {
+		if err := m.assembleBatch(ctx, devs, start, i, req, ml, order, outs, undone); err != nil {
 			return outs, err
 		}
 		if i < len(devs) {
 			m.forgetProbes() // it may have been read as another array's member
-			if err := m.assembleBatch(ctx, devs, i, i+1, req, ml, order, outs); err != nil {
+			if err := m.assembleBatch(ctx, devs, i, i+1, req, ml, order, outs, undone); err != nil {
 				return outs, err
 			}
 		}
@@ -208,9 +392,10 @@ func lateDevice(path string) bool {
 // assembleBatch runs Incremental over devs[from:to], grouped: by the UUID
 // of the superblock each offers, and with the other partitions and the
 // whole of its disk (groupDevices). A device that offers none is decided
-// on at once, as Incremental refuses it before anything else. It returns
-// when every group is done, with ctx's error if ctx ended.
-func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int, req AssembleRequest, ml mapAccess, order *creationOrder, outs []outcome) error {
+// on at once, as Incremental refuses it before anything else; so are the
+// devices sortOut leaves out. It returns when every group is done, with
+// ctx's error if ctx ended.
+func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int, req AssembleRequest, ml mapAccess, order *creationOrder, outs []outcome, undone *undoneArrays) error {
 	offers := make([]*offered, len(devs))
 	for i := from; i < to; i++ {
 		if err := ctx.Err(); err != nil {
@@ -235,12 +420,23 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 		}
 		offers[i] = o
 	}
+	for i, err := range m.sortOut(offers, req.PickDuplicates) {
+		if err != nil {
+			outs[i] = outcome{done: true, err: err}
+			offers[i] = nil
+			order.resolve(i)
+		}
+	}
+	order.wantLocal(m.localLinks(offers))
 	groups := groupDevices(offers, order.group)
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The arrays of this group that did not start: their
+			// later devices are not tried.
+			failed := map[uuid.UUID]error{}
 			for _, i := range g {
 				if order.isStopped() {
 					order.resolve(i)
@@ -251,10 +447,21 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 					order.resolve(i)
 					continue
 				}
-				r, err := m.incremental(IncrementalRequest{Device: devs[i]}, ml, &turn{order, i})
+				if err := failed[offers[i].sb.SetUUID]; err != nil {
+					outs[i] = outcome{done: true, err: err}
+					order.resolve(i)
+					continue
+				}
+				r, err := m.incremental(IncrementalRequest{Device: devs[i], AddSpares: req.AddSpares}, ml, &turn{order, i})
 				outs[i] = outcome{done: true, res: r, err: err}
-				if err != nil && !errors.Is(err, ErrRefused) && !errors.Is(err, errStopped) {
+				var nostart *notStartedError
+				switch {
+				case err == nil || errors.Is(err, ErrRefused) || errors.Is(err, errStopped):
+				case errors.Is(err, errFatal):
 					order.stop()
+				case errors.As(err, &nostart):
+					undone.add(r, err)
+					failed[offers[i].sb.SetUUID] = fmt.Errorf("md: not tried: %w", err)
 				}
 				order.resolve(i)
 			}
@@ -262,6 +469,70 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// sortOut applies sortMembers to the offered devices of each array that
+// no one holds (a running array's members are held: they are its
+// members already), and returns a refusal for each device that is left
+// out or whose array is a conflict (nil for the others).
+func (m *Manager) sortOut(offers []*offered, lax bool) []error {
+	errs := make([]error, len(offers))
+	byUUID := map[uuid.UUID][]int{}
+	var order []uuid.UUID
+	for i, o := range offers {
+		if o == nil || m.held(o.kname) {
+			continue
+		}
+		u := o.sb.SetUUID
+		if _, ok := byUUID[u]; !ok {
+			order = append(order, u)
+		}
+		byUUID[u] = append(byUUID[u], i)
+	}
+	for _, u := range order {
+		idx := byUUID[u]
+		if len(idx) < 2 {
+			continue
+		}
+		knames := make([]string, len(idx))
+		sbs := make([]*superblock.Superblock, len(idx))
+		for j, i := range idx {
+			knames[j], sbs[j] = offers[i].kname, offers[i].sb
+		}
+		for j, v := range sortMembers(knames, sbs, lax) {
+			o := offers[idx[j]]
+			switch {
+			case v.conflict != "":
+				errs[idx[j]] = refuse(incrementalOp, "", o.path, fmt.Errorf("%w: array %s: %s (nothing of it is assembled; remove the device that does not belong, or assemble with --pick-duplicates as mdadm would)", ErrConflict, mapfile.Groups(u), escape.Text(v.conflict)))
+			case v.leftOut != "":
+				errs[idx[j]] = refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s: %s", ErrLeftOut, o.kname, escape.Text(v.leftOut)))
+			}
+		}
+	}
+	return errs
+}
+
+// held reports whether anyone holds the device kname (an unreadable
+// holders directory counts as held: Incremental refuses it anyway).
+func (m *Manager) held(kname string) bool {
+	ents, err := os.ReadDir(m.fs.Path("class", "block", kname, "holders"))
+	return err != nil || len(ents) > 0
+}
+
+// localLinks is the links that the arrays of this host (by homehost,
+// not by "any") among offers would take: an array of homehost "any"
+// never takes one of them (see create).
+func (m *Manager) localLinks(offers []*offered) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range offers {
+		if o == nil || !isLocal(o.sb, m.homeHost) {
+			continue
+		}
+		if l, err := linkName(arrayName(o.sb, true)); err == nil && l != "" {
+			out[l] = true
+		}
+	}
+	return out
 }
 
 // groupDevices groups the offered devices (nil: none) for assembleRound:
@@ -341,18 +612,43 @@ var errStopped = errors.New("md: assembly stopped before this device")
 // number made before it. The links those creations chose are taken for
 // the ones after them (linkTaken), as their map entries would be.
 type creationOrder struct {
+	create   sync.Mutex // held from choosing a number to taking it
 	mu       sync.Mutex
 	cond     *sync.Cond
 	resolved []bool
 	group    []int // each device's array: its UUID's first device, -1 for none
 	low      int   // every device before low is resolved
-	links    map[string]bool
+	links    map[string]linkState
+	local    map[string]bool // links the arrays of this host among the devices would take
+	released map[string]bool // links given back by creations undone
 	stopped  bool
 	base     int
 }
 
+// wantLocal adds links that arrays of this host would take.
+func (o *creationOrder) wantLocal(links map[string]bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.local == nil {
+		o.local = map[string]bool{}
+	}
+	for l := range links {
+		o.local[l] = true
+	}
+}
+
+// linkState is whether a link chosen by a creation of the call is held:
+// pending until the creation's first member is added (a creation whose
+// first member the kernel refuses gives its link back), then taken.
+type linkState int
+
+const (
+	linkPending linkState = iota + 1
+	linkTaken
+)
+
 func newCreationOrder(n, base int) *creationOrder {
-	o := &creationOrder{resolved: make([]bool, n), group: make([]int, n), links: map[string]bool{}, base: base}
+	o := &creationOrder{resolved: make([]bool, n), group: make([]int, n), links: map[string]linkState{}, base: base}
 	for i := range o.group {
 		o.group[i] = -1
 	}
@@ -436,27 +732,86 @@ func (t *turn) arrayExists() {
 }
 
 // created records that t's device created its array, with link ("" for
-// none), and marks the array's devices decided on.
+// none) pending, and marks the array's devices decided on.
 func (t *turn) created(link string) {
 	if t == nil {
 		return
 	}
 	if link != "" {
 		t.o.mu.Lock()
-		t.o.links[link] = true
+		t.o.links[link] = linkPending
 		t.o.mu.Unlock()
 	}
 	t.arrayExists()
 }
 
-// linkTaken reports whether an earlier creation of the call chose link.
+// confirm records that the creation of t's device holds link: its first
+// member was added.
+func (t *turn) confirm(link string) {
+	if t == nil || link == "" {
+		return
+	}
+	t.o.mu.Lock()
+	if t.o.links[link] == linkPending {
+		t.o.links[link] = linkTaken
+	}
+	t.o.cond.Broadcast()
+	t.o.mu.Unlock()
+}
+
+// linkTaken reports whether an earlier creation of the call chose link;
+// while that creation has not added its first member yet, it waits to
+// see whether it keeps it.
 func (t *turn) linkTaken(link string) bool {
 	if t == nil {
 		return false
 	}
 	t.o.mu.Lock()
 	defer t.o.mu.Unlock()
-	return t.o.links[link]
+	for t.o.links[link] == linkPending && !t.o.stopped {
+		t.o.cond.Wait()
+	}
+	return t.o.links[link] != 0
+}
+
+// lockCreation takes the creation lock of t's call, and returns its
+// unlock.
+func (t *turn) lockCreation() func() {
+	if t == nil {
+		return func() {}
+	}
+	t.o.create.Lock()
+	var once sync.Once
+	return func() { once.Do(t.o.create.Unlock) }
+}
+
+// release gives back link, which t's device's array took and no longer
+// holds (it was stopped again).
+func (t *turn) release(link string) {
+	if t == nil || link == "" {
+		return
+	}
+	t.o.mu.Lock()
+	if _, ok := t.o.links[link]; ok {
+		delete(t.o.links, link)
+		if t.o.released == nil {
+			t.o.released = map[string]bool{}
+		}
+		t.o.released[link] = true
+	}
+	t.o.cond.Broadcast()
+	t.o.mu.Unlock()
+}
+
+// wantedByLocal reports whether an array of this host among the devices
+// of the call would take link.
+func (t *turn) wantedByLocal(link string) bool {
+	if t == nil {
+		return false
+	}
+	t.o.mu.Lock()
+	defer t.o.mu.Unlock()
+	return t.o.local[link]
 }
 
 // index is t's device's place among every device the Assemble call
@@ -472,6 +827,7 @@ func (t *turn) index() int {
 type mapAccess interface {
 	Read() ([]mapfile.Entry, error)
 	Update(mapfile.Entry) error
+	Remove(dev string) error
 }
 
 // sharedMap makes one held map lock safe for the arrays that Assemble
@@ -492,6 +848,12 @@ func (s *sharedMap) Update(e mapfile.Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.l.Update(e)
+}
+
+func (s *sharedMap) Remove(dev string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.l.Remove(dev)
 }
 
 // ueventQueue holds, for one Assemble call, the last result of each array

@@ -3,6 +3,8 @@ package md
 import (
 	"crypto/sha1"
 	"encoding/binary"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -357,4 +359,157 @@ func enough(level superblock.Level, layout uint32, clean bool, avail []bool) boo
 		return survives("raid10", int64(layout), avail)
 	}
 	return false
+}
+
+// names reports whether judge's superblock names member's superblock in
+// slot: 1.x dev_roles[member's dev_number] is slot; 0.90 the descriptor
+// of member's number is active and in sync in that raid disk.
+func names(judge, member *superblock.Superblock, slot int) bool {
+	if judge.Version == superblock.Version090 {
+		n := member.ThisDisk.Number
+		if n >= uint32(len(judge.Disks)) {
+			return false
+		}
+		d := judge.Disks[n]
+		return d.State&(superblock.DiskActive|superblock.DiskSync) == superblock.DiskActive|superblock.DiskSync &&
+			d.State&superblock.DiskFaulty == 0 && int(d.RaidDisk) == slot
+	}
+	n := member.DevNumber
+	return n < uint32(len(judge.DevRoles)) && judge.DevRoles[n].IsSlot() && int(judge.DevRoles[n]) == slot
+}
+
+// slotVerdict is what sortMembers decides for one device offered for an
+// array.
+type slotVerdict struct {
+	// leftOut, when not "", says why the device is not added: another
+	// device is current for its slot.
+	leftOut string
+	// conflict, when not "", says why no device of the array is added.
+	conflict string
+}
+
+// sortMembers decides, for the devices offered for one array that is not
+// running (sbs, in the order of the devices, with their names), which of
+// the devices that claim one slot counts (docs/assembly.md §10). Devices
+// with the same device UUID are a conflict: one is a copy of the other.
+// Of the devices that claim one slot, the current one is the one the
+// other slots' members name there (by its descriptor number) and whose
+// events are not behind theirs by more than the kernel's allowance of
+// one; when exactly one is, the others are left out. When none or
+// several are (no other member to judge, or an impostor as fresh as the
+// real member), the slot is a conflict and the whole array waits: one
+// device cannot take the array over by claiming a slot with more
+// events. With lax (mdadm's --assemble rule), a conflict is decided by
+// the most events, then the first device, and never stops the array.
+// The result has one slotVerdict per device.
+func sortMembers(knames []string, sbs []*superblock.Superblock, lax bool) []slotVerdict {
+	v := make([]slotVerdict, len(sbs))
+	conflict := func(why string) []slotVerdict {
+		for i := range v {
+			v[i] = slotVerdict{conflict: why}
+		}
+		return v
+	}
+	// pick keeps the most events, then the first, of the devices idx;
+	// why is said of the others.
+	pick := func(idx []int, why string) {
+		best := idx[0]
+		for _, i := range idx[1:] {
+			if sbs[i].Events > sbs[best].Events {
+				best = i
+			}
+		}
+		for _, i := range idx {
+			if i != best && v[i].leftOut == "" {
+				v[i].leftOut = fmt.Sprintf("%s; %s (events %d) is used", why, knames[best], sbs[best].Events)
+			}
+		}
+	}
+	// Copies: the same device UUID on two devices (1.x; 0.90 has none).
+	byDev := map[[16]byte][]int{}
+	var devOrder [][16]byte
+	for i, sb := range sbs {
+		if sb.Version == superblock.Version090 {
+			continue
+		}
+		k := [16]byte(sb.DeviceUUID)
+		if _, ok := byDev[k]; !ok {
+			devOrder = append(devOrder, k)
+		}
+		byDev[k] = append(byDev[k], i)
+	}
+	for _, k := range devOrder {
+		idx := byDev[k]
+		if len(idx) < 2 {
+			continue
+		}
+		why := fmt.Sprintf("%s and %s carry the same device UUID: one is a copy of the other", knames[idx[0]], knames[idx[1]])
+		if !lax {
+			return conflict(why)
+		}
+		pick(idx, why)
+	}
+	// Slots claimed twice.
+	claims := map[int][]int{}
+	var slots []int
+	for i, sb := range sbs {
+		s := slotOf(sb)
+		if s < 0 || v[i].leftOut != "" {
+			continue
+		}
+		if _, ok := claims[s]; !ok {
+			slots = append(slots, s)
+		}
+		claims[s] = append(claims[s], i)
+	}
+	sort.Ints(slots)
+	for _, s := range slots {
+		idx := claims[s]
+		if len(idx) < 2 {
+			continue
+		}
+		var judges []int
+		var ref uint64
+		for j, sb := range sbs {
+			if js := slotOf(sb); js >= 0 && js != s && v[j].leftOut == "" {
+				judges = append(judges, j)
+				ref = max(ref, sb.Events)
+			}
+		}
+		var current []int
+		for _, i := range idx {
+			named := false
+			for _, j := range judges {
+				if names(sbs[j], sbs[i], s) {
+					named = true
+					break
+				}
+			}
+			if named && sbs[i].Events+1 >= ref {
+				current = append(current, i)
+			}
+		}
+		var list []string
+		for _, i := range idx {
+			list = append(list, fmt.Sprintf("%s (events %d)", knames[i], sbs[i].Events))
+		}
+		claimed := fmt.Sprintf("slot %d is claimed by %s", s, strings.Join(list, " and "))
+		if len(current) == 1 {
+			for _, i := range idx {
+				if i != current[0] {
+					v[i].leftOut = fmt.Sprintf("%s; the other members name %s there (events %d)", claimed, knames[current[0]], sbs[current[0]].Events)
+				}
+			}
+			continue
+		}
+		why := claimed + "; no other member's superblock shows which is current"
+		if len(current) > 1 {
+			why = claimed + "; the other members' superblocks do not tell them apart"
+		}
+		if !lax {
+			return conflict(why)
+		}
+		pick(idx, why)
+	}
+	return v
 }

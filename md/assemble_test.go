@@ -60,8 +60,17 @@ func (f *fakeAssembly) DeletePartitions(p string) ([]int, error) {
 func (f *fakeAssembly) MakeNode(p string, d sysfs.DevNum) error { return f.rec("MakeNode %s %v", p, d) }
 func (f *fakeAssembly) MakeLink(l, t string) error              { return f.rec("MakeLink %s %s", l, t) }
 func (f *fakeAssembly) RemoveLink(l, t string) (bool, error) {
-	return false, f.rec("RemoveLink %s %s", l, t)
+	err := f.rec("RemoveLink %s %s", l, t)
+	if errors.Is(err, errLinkRemoved) {
+		return true, nil
+	}
+	return false, err
 }
+
+// errLinkRemoved is what a fakeAssembly hook returns for a RemoveLink
+// that removed the link.
+var errLinkRemoved = errors.New("removed")
+
 func (f *fakeAssembly) SetModuleParameter(n, v string) error {
 	return f.rec("SetModuleParameter %s %s", n, v)
 }
@@ -90,23 +99,94 @@ func incrementalRig(t *testing.T, name, kname string) (*Manager, *fakeAssembly, 
 	return m, f, node
 }
 
-// TestIncrementalRefusesMemberOfRunningArray: a member of a running array
-// that names a slot is not added without Run, and with Run it is in use;
-// either way nothing is called and no map file is written.
+// TestIncrementalRefusesMemberOfRunningArray: a device that is a member
+// of a running array already is in use, with or without Run, and is not
+// called out-of-date (docs/assembly.md §10); a former member that names a
+// slot of the running array but is not in it is out-of-date and not
+// added without Run. Nothing is called and no map file is written.
 func TestIncrementalRefusesMemberOfRunningArray(t *testing.T) {
 	c := qt.New(t)
 	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	for _, run := range []bool{false, true} {
+		_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: run})
+		c.Assert(err, qt.ErrorIs, ErrRefused)
+		c.Check(err, qt.ErrorIs, ErrInUse)
+		c.Check(errors.Is(err, ErrLeftBehind), qt.IsFalse)
+		c.Check(err, qt.ErrorMatches, `.*vda is already a member of md127.*`)
+	}
+	detachMember(t, m, "md127", "vda")
 	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node})
 	c.Assert(err, qt.ErrorIs, ErrRefused)
 	c.Check(err, qt.ErrorIs, ErrLeftBehind)
 	c.Check(err, qt.ErrorMatches, `.*not adding vda to md127, which is running.*`)
-	_, err = m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
-	c.Assert(err, qt.ErrorIs, ErrRefused)
-	c.Check(err, qt.ErrorIs, ErrInUse)
-	c.Check(err, qt.ErrorMatches, `.*vda is held by md127.*`)
 	c.Check(f.calls, qt.HasLen, 0)
 	_, err = os.Stat(filepath.Join(m.mapDir, "map"))
 	c.Check(errors.Is(err, fs.ErrNotExist), qt.IsTrue)
+}
+
+// TestIncrementalRefusesSpareOfRunningArray: a device whose superblock
+// makes it a spare of a running (here degraded) array is not hot-added:
+// the kernel would rebuild onto it at once. With AddSpares it is, as
+// mdadm -I does.
+func TestIncrementalRefusesSpareOfRunningArray(t *testing.T) {
+	c := qt.New(t)
+	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
+	rewriteImage(t, m, "vda", func(sb *superblock.Superblock, _ *superblock.Bitmap) {
+		sb.DevRoles[sb.DevNumber] = superblock.RoleSpare
+	})
+	_, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, Run: true})
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorIs, ErrSpareNotAdded)
+	c.Check(err, qt.ErrorMatches, `.*vda is a spare of md127, which is running.*`)
+	c.Check(f.calls, qt.HasLen, 0)
+
+	f.hook = kernelAssembly(t, m, "vda", "none\n")
+	r, err := m.Incremental(context.Background(), IncrementalRequest{Device: node, AddSpares: true})
+	c.Assert(err, qt.IsNil)
+	c.Check(r.Array, qt.Equals, "md127")
+	c.Check(f.calls, qt.Contains, "AddDisk md127 "+devOf(t, m, "vda").String())
+}
+
+// detachMember makes the capture show kname as no member of array: its
+// dev-* entry, rdN link and holder are gone, as after the kernel removed
+// it.
+func detachMember(t *testing.T, m *Manager, array, kname string) {
+	t.Helper()
+	md := sysPath(t, m, "block", array, "md")
+	ents, err := os.ReadDir(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "rd") {
+			if to, err := os.Readlink(filepath.Join(md, e.Name())); err == nil && to == "dev-"+kname {
+				if err := os.Remove(filepath.Join(md, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(md, "dev-"+kname)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(m.fs.Path("class", "block", kname, "holders", array)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// devOf is kname's device number in m's capture.
+func devOf(t *testing.T, m *Manager, kname string) sysfs.DevNum {
+	t.Helper()
+	b, err := os.ReadFile(m.fs.Path("class", "block", kname, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dn, err := sysfs.ParseDevNum(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dn
 }
 
 // TestIncrementalRefusesNonDevices: a regular file or a missing path is
@@ -294,6 +374,7 @@ func TestProbeCacheForgetsWhenTheKernelWrites(t *testing.T) {
 func TestIncrementalRefusesUnreadableHolders(t *testing.T) {
 	c := qt.New(t)
 	m, f, node := incrementalRig(t, "boot-mirror", "vda")
+	unbind(t, m)
 	dir, err := filepath.EvalSymlinks(m.fs.Path("class", "block", "vda", "holders"))
 	c.Assert(err, qt.IsNil)
 	c.Assert(os.RemoveAll(dir), qt.IsNil)
@@ -321,12 +402,7 @@ func sysPath(t *testing.T, m *Manager, elem ...string) string {
 // dev-vda entry and its holder link are gone, and md127 runs on vdb.
 func unbind(t *testing.T, m *Manager) {
 	t.Helper()
-	if err := os.RemoveAll(sysPath(t, m, "block", "md127", "md", "dev-vda")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(m.fs.Path("class", "block", "vda", "holders", "md127")); err != nil {
-		t.Fatal(err)
-	}
+	detachMember(t, m, "md127", "vda")
 }
 
 // unassemble makes boot-mirror a machine where md127 was never
@@ -651,8 +727,9 @@ func TestIncrementalUndoesOnUnknownSlot(t *testing.T) {
 }
 
 // TestAssembleKeepsWritesOfFailedDevice: when vda's Incremental fails
-// after changes, Assemble returns them in Failed, so that its error can
-// say exactly what was changed.
+// after changes, Assemble reports them in Failed, with the error, so that
+// the failure can say exactly what was changed; the failure is vda's
+// alone, not the call's.
 func TestAssembleKeepsWritesOfFailedDevice(t *testing.T) {
 	c := qt.New(t)
 	m, f, node := incrementalRig(t, "boot-mirror", "vda")
@@ -665,14 +742,17 @@ func TestAssembleKeepsWritesOfFailedDevice(t *testing.T) {
 		return kernel(call)
 	}
 	res, err := m.Assemble(context.Background(), AssembleRequest{Devices: []string{node}})
-	c.Assert(err, qt.ErrorIs, unix.EIO)
-	c.Check(errors.Is(err, ErrRefused), qt.IsFalse)
+	c.Assert(err, qt.IsNil)
 	c.Assert(res, qt.IsNotNil)
 	c.Check(res.Added, qt.HasLen, 0)
-	c.Assert(res.Failed, qt.IsNotNil)
-	c.Check(res.Failed.Device, qt.Equals, "vda")
-	a := res.Failed.Array
-	c.Check(res.Failed.Writes, qt.DeepEquals, []string{"new_array " + a, "SET_ARRAY_INFO 1.0", "STOP_ARRAY " + a})
+	c.Assert(res.Failed, qt.HasLen, 1)
+	f0 := res.Failed[0]
+	c.Check(f0.Err, qt.ErrorIs, unix.EIO)
+	c.Check(errors.Is(f0.Err, ErrRefused), qt.IsFalse)
+	c.Check(f0.Device, qt.Equals, node)
+	c.Check(f0.Result.Device, qt.Equals, "vda")
+	a := f0.Result.Array
+	c.Check(f0.Result.Writes, qt.DeepEquals, []string{"new_array " + a, "SET_ARRAY_INFO 1.0", "STOP_ARRAY " + a})
 }
 
 // TestAssemblingSkipsArraysMadeHere: an array this call created for

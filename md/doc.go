@@ -148,9 +148,43 @@
 //     Linux 6.7 every SET_ARRAY_INFO and ADD_NEW_DISK waits for its array
 //     to be suspended, and only waits on different arrays overlap). A
 //     creation waits until every device before it has been decided on,
-//     so that numbers and links are those of one device after the other;
-//     a failure stops every array before its next device, and every
-//     change made is in the result (docs/assembly.md §9).
+//     so that numbers and links are those of one device after the other
+//     (docs/assembly.md §9).
+//
+// # Trust rules of assembly
+//
+// What a disk says is attacker-controlled: anyone can plug one in. These
+// rules, in one place, say what assembly believes (docs/assembly.md §10):
+//   - Local: an array whose homehost is this host's is local (started
+//     read-write, named without its host part). An array of homehost
+//     "any" is trusted as mdadm trusts it, but never takes a /dev/md name
+//     that an array of this host among the same devices wants: a stick
+//     named "any:boot" gets boot_0 when the real boot array is there.
+//     Every other array is foreign: started read-auto, its name kept
+//     whole or suffixed.
+//   - Auto-started: an array starts when every member its freshest
+//     superblock expects is present (or, with Run, as soon as enough
+//     are). Before anything is added, Assemble sorts the devices of each
+//     array: of two devices claiming one slot, the one the other slots'
+//     members name there (by descriptor number) with events not behind
+//     theirs is used and the other left out (ErrLeftOut); when they
+//     cannot be told apart (no other member, or an impostor as fresh as
+//     the real member), and when two devices carry one device UUID (a
+//     copy), nothing of that array is assembled (ErrConflict), so one
+//     disk with more events cannot take an array over.
+//     AssembleRequest.PickDuplicates is mdadm's way: the most events win.
+//   - Joining a running array: a device that names a slot of a running
+//     array is out-of-date and waits for Run; a spare (or a device naming
+//     no slot) is not hot-added (ErrSpareNotAdded), because a degraded
+//     array would rebuild onto it at once and the disk would carry away a
+//     copy. Spares join through [Manager.Replace] or [Manager.Heal], where
+//     the slot records and ports decide; AddSpares is mdadm's way.
+//   - Isolation: one device or one array never stops the others. A
+//     device the kernel refuses, or an array that does not start, is its
+//     array's outcome (AssembleResult.Failed); an array Assemble created
+//     that failed is stopped again and gives back its link and map entry,
+//     so the real array of that name gets it. Only what makes every later
+//     step unsafe (the map file cannot be written) stops the call.
 //
 // # Errors
 //

@@ -14,11 +14,13 @@ import (
 
 // AssembleCmd is `mdctl assemble`.
 type AssembleCmd struct {
-	Scan    bool     `help:"Assemble every array found on the machine's block devices."`
-	Start   bool     `name:"run" help:"Start arrays that have enough members but not all (read-auto), rather than leaving them to wait."`
-	Verbose bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
-	Array   string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
-	Devices []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
+	Scan           bool     `help:"Assemble every array found on the machine's block devices."`
+	Start          bool     `name:"run" help:"Start arrays that have enough members but not all (read-auto), rather than leaving them to wait."`
+	AddSpares      bool     `name:"add-spares" help:"Hot-add a spare of an array that is already running, as mdadm does (default: refused, since a degraded array rebuilds onto it at once)."`
+	PickDuplicates bool     `name:"pick-duplicates" help:"When two devices claim one slot and the other members cannot tell which is current, use the one with the most events, as mdadm does (default: that array is not assembled)."`
+	Verbose        bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
+	Array          string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
+	Devices        []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
 }
 
 // Validate insists on --scan or an array.
@@ -33,9 +35,10 @@ func (c *AssembleCmd) Validate() error {
 }
 
 // Run assembles: the end state udev's incremental pass over every device
-// leaves.
+// leaves. Every array is reported on its own: one failure never hides
+// the others.
 func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Run: c.Start})
+	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Run: c.Start, AddSpares: c.AddSpares, PickDuplicates: c.PickDuplicates})
 	if res != nil {
 		for _, r := range res.Added {
 			fmt.Fprintln(k.Stdout, incrementalLine(r))
@@ -50,10 +53,16 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 		if quiet && !c.Verbose {
 			continue
 		}
-		if !quiet && !errors.Is(s.Reason, md.ErrLeftBehind) {
+		if !quiet && !errors.Is(s.Reason, md.ErrLeftBehind) && !errors.Is(s.Reason, md.ErrLeftOut) && !errors.Is(s.Reason, md.ErrSpareNotAdded) {
 			refused++
 		}
 		fmt.Fprintf(k.Stderr, "mdctl: %s: not added: %s\n", escape.Text(s.Device), escape.Text(s.Reason.Error()))
+	}
+	for _, f := range res.Failed {
+		fmt.Fprintf(k.Stderr, "mdctl: %s: failed: %s\n", escape.Text(f.Device), escape.Text(failureText(f)))
+	}
+	if len(res.Failed) > 0 {
+		return &exitError{code: exitPartial, msg: fmt.Sprintf("%d device(s) failed (each named above); every other array is assembled", len(res.Failed))}
 	}
 	if c.Array != "" && len(res.Added) == 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("no device of array %s found", escape.Text(c.Array))}
@@ -62,6 +71,14 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d device(s) refused; the others are assembled", refused)}
 	}
 	return nil
+}
+
+// failureText is one failure's error with every change made for it.
+func failureText(f md.Failure) string {
+	if f.Result == nil || len(f.Result.Writes) == 0 {
+		return f.Err.Error() + " (nothing changed)"
+	}
+	return fmt.Sprintf("%v (changed: %s)", f.Err, strings.Join(f.Result.Writes, ", "))
 }
 
 // Help is the command's long help: what it decides, and its exit codes.
@@ -74,21 +91,30 @@ member of a running array (it names it and goes on). Arrays that have
 enough members but not all wait, as under udev, unless --run starts them
 (read-auto).
 
+One bad device never stops the other arrays: a device the kernel refuses,
+or an array that does not start, is named on a line of its own, and an
+array this command created that did not start is stopped again and
+gives back its name. Stricter than mdadm: a spare of a running array is
+not hot-added (--add-spares), and a slot claimed by two devices that the
+other members cannot tell apart leaves that array unassembled
+(--pick-duplicates).
+
 ` + exitHelp("assemble")
 }
 
-// assembleError maps an Assemble error to its exit code as assemblyError
-// does, with every change Assemble made before it stopped: the writes of
-// each device added and of the devices that failed (res.Failed and
-// res.AlsoFailed), each named. 3 when anything was changed, else 2 for a refusal and 1.
+// assembleError maps an error that stopped Assemble to its exit code as
+// assemblyError does, with every change Assemble made before it stopped:
+// the writes of each device added and of the devices that failed, each
+// named. 3 when anything was changed, else 2 for a refusal and 1.
 func assembleError(err error, res *md.AssembleResult) error {
 	var changed []string
 	if res != nil {
 		rs := res.Added
-		if res.Failed != nil {
-			rs = append(rs[:len(rs):len(rs)], res.Failed)
+		for _, f := range res.Failed {
+			if f.Result != nil {
+				rs = append(rs[:len(rs):len(rs)], f.Result)
+			}
 		}
-		rs = append(rs[:len(rs):len(rs)], res.AlsoFailed...)
 		for _, r := range rs {
 			if len(r.Writes) > 0 {
 				changed = append(changed, escape.Text(r.Device+": "+strings.Join(r.Writes, ", ")))

@@ -11,8 +11,9 @@ import (
 )
 
 // TestAssembleErrorSaysWhatChanged: the error of an assembly that
-// stopped lists every change made, each device's by name, the failed
-// device's and those of the other failed devices too; with none it is a failure (1), or for a refusal 2.
+// stopped (a fatal failure) lists every change made, each device's by
+// name, the failed devices' too; with none it is a failure (1), or for a
+// refusal 2.
 func TestAssembleErrorSaysWhatChanged(t *testing.T) {
 	boom := errors.New("md: adding vda to md126: input/output error")
 	vdb := &md.IncrementalResult{Device: "vdb", Writes: []string{"new_array md127", "ADD_NEW_DISK 254:16"}}
@@ -24,15 +25,15 @@ func TestAssembleErrorSaysWhatChanged(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"failed device only", boom, &md.AssembleResult{Failed: vda}, exitPartial,
+		{"failed device only", boom, &md.AssembleResult{Failed: []md.Failure{{Device: "/dev/vda", Result: vda, Err: boom}}}, exitPartial,
 			boom.Error() + " (changed: vda: new_array md126, SET_ARRAY_INFO 1.2, STOP_ARRAY md126)"},
-		{"added and failed", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: vda}, exitPartial,
+		{"added and failed", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: []md.Failure{{Device: "/dev/vda", Result: vda, Err: boom}}}, exitPartial,
 			boom.Error() + " (changed: vdb: new_array md127, ADD_NEW_DISK 254:16; vda: new_array md126, SET_ARRAY_INFO 1.2, STOP_ARRAY md126)"},
-		{"nothing changed for the failed device", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: &md.IncrementalResult{Device: "vda"}}, exitPartial,
+		{"nothing changed for the failed device", boom, &md.AssembleResult{Added: []*md.IncrementalResult{vdb}, Failed: []md.Failure{{Device: "/dev/vda", Result: &md.IncrementalResult{Device: "vda"}, Err: boom}}}, exitPartial,
 			boom.Error() + " (changed: vdb: new_array md127, ADD_NEW_DISK 254:16)"},
-		{"another array failed too", boom, &md.AssembleResult{Failed: vda, AlsoFailed: []*md.IncrementalResult{{Device: "vdc", Writes: []string{"new_array md125", "STOP_ARRAY md125"}}}}, exitPartial,
+		{"another array failed too", boom, &md.AssembleResult{Failed: []md.Failure{{Device: "/dev/vda", Result: vda, Err: boom}, {Device: "/dev/vdc", Result: &md.IncrementalResult{Device: "vdc", Writes: []string{"new_array md125", "STOP_ARRAY md125"}}, Err: boom}}}, exitPartial,
 			boom.Error() + " (changed: vda: new_array md126, SET_ARRAY_INFO 1.2, STOP_ARRAY md126; vdc: new_array md125, STOP_ARRAY md125)"},
-		{"nothing changed", boom, &md.AssembleResult{Failed: &md.IncrementalResult{Device: "vda"}}, exitFailure, boom.Error()},
+		{"nothing changed", boom, &md.AssembleResult{Failed: []md.Failure{{Device: "/dev/vda", Err: boom}}}, exitFailure, boom.Error()},
 		{"no result", boom, nil, exitFailure, boom.Error()},
 		{"refused", fmt.Errorf("%w: locked", md.ErrRefused), &md.AssembleResult{}, exitRefused, "md: refused: locked"},
 	} {

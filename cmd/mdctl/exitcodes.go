@@ -95,14 +95,14 @@ var exitTable = []exitGroup{
 	{[]string{"incremental"}, []exitRow{
 		{exitOK, "the device was added (MD_STARTED, or the line, says whether its array started)"},
 		{exitFailure, "the system could not be read"},
-		{exitRefused, "refused, nothing changed: no usable superblock, the device is in use, it disagrees with its array's members, an out-of-date member of a running array (without --run), a reshape, clustered or lockless-bitmap array"},
+		{exitRefused, "refused, nothing changed: no usable superblock, the device is in use, it disagrees with its array's members, an out-of-date member of a running array (without --run), a spare of a running array (without --add-spares), a reshape, clustered or lockless-bitmap array"},
 		{exitPartial, "failed after changing something: the message lists every change"},
 	}},
 	{[]string{"assemble"}, []exitRow{
 		{exitOK, "every array found is assembled: started, or waiting for members (each line says which)"},
 		{exitFailure, "the system could not be read"},
-		{exitRefused, "a device was refused (each is named; the other arrays are assembled), or no device of the named array was found"},
-		{exitPartial, "failed after changing something: the message lists every change"},
+		{exitRefused, "a device was refused, or an array left unassembled because two devices claim one slot (each is named; the other arrays are assembled), or no device of the named array was found"},
+		{exitPartial, "a device or an array failed (the kernel refused a device, an array did not start; each named on its own line with every change made and undone; every other array is assembled), or assembly stopped after changing something: the message lists every change"},
 	}},
 	{[]string{"watch"}, []exitRow{
 		{exitOK, "stopped by SIGINT or SIGTERM"},

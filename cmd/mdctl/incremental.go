@@ -15,16 +15,17 @@ import (
 
 // IncrementalCmd is `mdctl incremental`.
 type IncrementalCmd struct {
-	Device string `arg:"" type:"path" help:"The block device to add (what udev found)."`
-	Start  bool   `name:"run" help:"Start the array as soon as enough members are present (read-auto), without waiting for the rest."`
-	Export bool   `help:"Print the udev keys of mdadm --incremental --export (MD_DEVICE, MD_DEVNAME, MD_FOREIGN, MD_STARTED) instead of text."`
+	Device    string `arg:"" type:"path" help:"The block device to add (what udev found)."`
+	Start     bool   `name:"run" help:"Start the array as soon as enough members are present (read-auto), without waiting for the rest."`
+	AddSpares bool   `name:"add-spares" help:"Hot-add the device to its running array when its superblock makes it a spare, as mdadm does (default: refused, since a degraded array rebuilds onto it at once)."`
+	Export    bool   `help:"Print the udev keys of mdadm --incremental --export (MD_DEVICE, MD_DEVNAME, MD_FOREIGN, MD_STARTED) instead of text."`
 }
 
 // Run adds the device to the array its superblock names (creating it for
 // the first member) and starts the array once every member it expects is
 // there, as mdadm --incremental does for udev.
 func (c *IncrementalCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	r, err := m.Incremental(ctx, md.IncrementalRequest{Device: c.Device, Run: c.Start})
+	r, err := m.Incremental(ctx, md.IncrementalRequest{Device: c.Device, Run: c.Start, AddSpares: c.AddSpares})
 	if err != nil {
 		return assemblyError(err, r)
 	}
