@@ -46,3 +46,13 @@ func TestAssembleErrorSaysWhatChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureText: each failure's line says its error and every change
+// made and undone, or that nothing was changed.
+func TestFailureText(t *testing.T) {
+	c := qt.New(t)
+	boom := errors.New("md: adding vdh to md127: invalid argument")
+	c.Check(failureText(md.Failure{Device: "/dev/vdh", Err: boom}), qt.Equals, boom.Error()+" (nothing changed)")
+	c.Check(failureText(md.Failure{Device: "/dev/vdh", Err: boom, Result: &md.IncrementalResult{Device: "vdh", Writes: []string{"new_array md127", "SET_ARRAY_INFO 1.0", "STOP_ARRAY md127"}}}),
+		qt.Equals, boom.Error()+" (changed: new_array md127, SET_ARRAY_INFO 1.0, STOP_ARRAY md127)")
+}
