@@ -20,6 +20,7 @@ func ExampleManager_Assemble() {
 	}
 	res, err := m.Assemble(context.Background(), md.AssembleRequest{})
 	if err != nil {
+		// Only what stops every array: ctx, the map file.
 		log.Fatal(err)
 	}
 	for _, r := range res.Added {
@@ -29,5 +30,9 @@ func ExampleManager_Assemble() {
 		if !errors.Is(s.Reason, md.ErrInUse) {
 			fmt.Printf("%s not added: %v\n", s.Device, s.Reason)
 		}
+	}
+	// A failure is one device's or one array's; the others are up.
+	for _, f := range res.Failed {
+		fmt.Printf("%s failed: %v\n", f.Device, f.Err)
 	}
 }
