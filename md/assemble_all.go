@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type AssembleRequest struct {
 	// Array, if set, limits assembly to the array with this UUID (either
 	// text form) or name.
 	Array string
+	// Arrays, if set, limits assembly to the arrays with these UUIDs or
+	// names (the initramfs's rd.md.uuid list), as Array does for one.
+	Arrays []string
 	// Run starts arrays that are enough but incomplete, read-auto.
 	Run bool
 	// AddSpares hot-adds a device whose superblock makes it a spare (or
@@ -56,6 +60,9 @@ type AssembleResult struct {
 	// Skipped lists the devices not added, with the reason: refusals,
 	// which changed nothing.
 	Skipped []Skipped
+	// NotFound lists the arrays of AssembleRequest.Arrays (and Array) that
+	// no device offered belongs to, as given.
+	NotFound []string
 	// Failed lists the devices whose assembly failed after something was
 	// changed or tried: the kernel refused the device (its Err), or its
 	// array did not start. Each failure is its array's alone: the other
@@ -133,7 +140,8 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	defer l.Unlock()
 	ml := &sharedMap{l: l}
 	tried := map[string]bool{}
-	undone := &undoneArrays{m: map[string]error{}, links: map[string]bool{}}
+	undone := &undoneArrays{m: map[string]error{}, links: map[string]bool{}, found: map[string]bool{}}
+	defer func() { res.NotFound = req.notFound(undone.found) }()
 	seen := 0 // devices offered in earlier rounds: the uevent order
 	var fatal error
 	for round := 0; round < 8; round++ {
@@ -211,9 +219,37 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	return res, nil
 }
 
+// filtered reports whether req names the arrays to assemble.
+func (req *AssembleRequest) filtered() bool { return req.Array != "" || len(req.Arrays) > 0 }
+
+// wants reports whether sb's array is one req names, and marks in found
+// each name it matches.
+func (req *AssembleRequest) wants(sb *superblock.Superblock, homehost string, found map[string]bool) bool {
+	ok := false
+	for _, a := range append([]string{req.Array}, req.Arrays...) {
+		if a != "" && matchesArray(sb, a, homehost) {
+			found[a] = true
+			ok = true
+		}
+	}
+	return ok
+}
+
+// notFound lists the arrays req names that found does not mark.
+func (req *AssembleRequest) notFound(found map[string]bool) []string {
+	var out []string
+	for _, a := range append([]string{req.Array}, req.Arrays...) {
+		if a != "" && !found[a] && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // undoneArrays are the arrays of one Assemble call that did not start:
 // every device added to one is a failure, with the array's error.
 type undoneArrays struct {
+	found map[string]bool // the names of AssembleRequest.Arrays matched
 	mu    sync.Mutex
 	m     map[string]error // array + " " + UUID -> why
 	links map[string]bool  // links given back
@@ -408,7 +444,7 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 		}
 		d := devs[i]
 		o, err := m.offer(d)
-		if req.Array != "" && (err != nil || !matchesArray(o.sb, req.Array, m.homeHost)) {
+		if req.filtered() && (err != nil || !req.wants(o.sb, m.homeHost, undone.found)) {
 			order.resolve(i)
 			continue
 		}

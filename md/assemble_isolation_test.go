@@ -318,3 +318,19 @@ func TestSortMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestAssembleOnlyTheNamedArrays: Arrays narrows assembly to the arrays
+// named by UUID (either form) or name, as rd.md.uuid does, and lists
+// the ones no device belongs to.
+func TestAssembleOnlyTheNamedArrays(t *testing.T) {
+	c := qt.New(t)
+	rig := newAssembleRig(t, nil)
+	res, err := rig.m.Assemble(context.Background(), AssembleRequest{Devices: rig.devices(), Arrays: []string{"5fe640e0-eaa4-7937-773d-efefccd4a3ca", "a2", "nosuch"}})
+	c.Assert(err, qt.IsNil)
+	var got []string
+	for _, r := range res.Added {
+		got = append(got, r.Device+" "+r.Path)
+	}
+	c.Check(got, qt.DeepEquals, []string{"vde /dev/md/a2", "vdf /dev/md/a2", "vdo /dev/md/a7", "vdp /dev/md/a7"})
+	c.Check(res.NotFound, qt.DeepEquals, []string{"nosuch"})
+}

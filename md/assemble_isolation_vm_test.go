@@ -313,3 +313,28 @@ func TestVMRunDecisionIsTheKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestVMStopOrderStacked: a mirror built on another mirror and a disk is
+// stopped before it (StopOrder), so stopping every array in that order
+// stops all of them; StopOrder on the real kernel names both.
+func TestVMStopOrderStacked(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 3)
+	ctx := context.Background()
+	// md5 below md9: by name md5 would come first.
+	lower := createArray(c, "/dev/md5", []string{"--level=1", "--metadata=1.2", "--raid-devices=2"}, disks[:2])
+	// The upper mirror: the lower array and a disk (1.0 keeps the data
+	// offset at 0, so sizes need not match exactly).
+	guest.Mdadm(c, "--create", "/dev/md9", "--run", "--assume-clean", "--level=1", "--metadata=1.0", "--raid-devices=2", "--force", "--size=16M", "/dev/"+lower, disks[2].Path)
+	upper := guest.ArrayName(c, "/dev/md9")
+	m := vmManager(t)
+	order, err := m.StopOrder(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Assert(order, qt.DeepEquals, []string{upper, lower})
+	for _, a := range order {
+		c.Assert(m.Stop(ctx, a), qt.IsNil)
+	}
+	order, err = m.StopOrder(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Check(order, qt.HasLen, 0)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -18,6 +19,8 @@ type AssembleCmd struct {
 	Start          bool     `name:"run" help:"Start arrays that have enough members but not all (read-auto), rather than leaving them to wait."`
 	AddSpares      bool     `name:"add-spares" help:"Hot-add a spare of an array that is already running, as mdadm does (default: refused, since a degraded array rebuilds onto it at once)."`
 	PickDuplicates bool     `name:"pick-duplicates" help:"When two devices claim one slot and the other members cannot tell which is current, use the one with the most events, as mdadm does (default: that array is not assembled)."`
+	UUIDs          []string `name:"uuid" sep:"," help:"With --scan, only the arrays with these UUIDs (either form; the initramfs's rd.md.uuid)."`
+	Names          []string `name:"name" sep:"," help:"With --scan, only the arrays with these names."`
 	Verbose        bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
 	Array          string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
 	Devices        []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
@@ -29,7 +32,10 @@ func (c *AssembleCmd) Validate() error {
 		return errors.New("name an array (UUID or name) or give --scan")
 	}
 	if c.Scan && c.Array != "" {
-		return errors.New("--scan assembles every array: give it no array")
+		return errors.New("--scan assembles every array: give it no array (--uuid or --name narrow it)")
+	}
+	if !c.Scan && len(c.UUIDs)+len(c.Names) > 0 {
+		return errors.New("--uuid and --name narrow --scan: give --scan too")
 	}
 	return nil
 }
@@ -38,7 +44,7 @@ func (c *AssembleCmd) Validate() error {
 // leaves. Every array is reported on its own: one failure never hides
 // the others.
 func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Run: c.Start, AddSpares: c.AddSpares, PickDuplicates: c.PickDuplicates})
+	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Arrays: append(slices.Clone(c.UUIDs), c.Names...), Run: c.Start, AddSpares: c.AddSpares, PickDuplicates: c.PickDuplicates})
 	if res != nil {
 		for _, r := range res.Added {
 			fmt.Fprintln(k.Stdout, incrementalLine(r))
@@ -66,6 +72,9 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 	}
 	if c.Array != "" && len(res.Added) == 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("no device of array %s found", escape.Text(c.Array))}
+	}
+	if missing := res.NotFound; len(c.UUIDs)+len(c.Names) > 0 && len(missing) > 0 {
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("no device of array %s found", escape.Text(strings.Join(missing, ", ")))}
 	}
 	if refused > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d device(s) refused; the others are assembled", refused)}

@@ -7,6 +7,7 @@ import (
 
 	qt "github.com/frankban/quicktest"
 
+	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
 )
 
@@ -55,4 +56,35 @@ func TestFailureText(t *testing.T) {
 	c.Check(failureText(md.Failure{Device: "/dev/vdh", Err: boom}), qt.Equals, boom.Error()+" (nothing changed)")
 	c.Check(failureText(md.Failure{Device: "/dev/vdh", Err: boom, Result: &md.IncrementalResult{Device: "vdh", Writes: []string{"new_array md127", "SET_ARRAY_INFO 1.0", "STOP_ARRAY md127"}}}),
 		qt.Equals, boom.Error()+" (changed: new_array md127, SET_ARRAY_INFO 1.0, STOP_ARRAY md127)")
+}
+
+// TestRunScan: run --scan tries every inactive array and only those (the
+// dry run on the inactive raid5 capture, one short: it can serve its
+// data), and says so for none on a healthy capture.
+func TestRunScan(t *testing.T) {
+	c := qt.New(t)
+	for _, tt := range []struct {
+		fixture, want string
+	}{
+		{"raid5-inactive", "mdctl: would start md127 (array_state=read-auto); nothing written (dry run)\n"},
+		{"raid1-v1.2", ""},
+	} {
+		sys, dev := fixture.Named(t, tt.fixture).System(t)
+		code, out, errOut := runCLI(t, "run", "--scan", "--dry-run", "--sysfs", sys, "--dev", dev)
+		c.Check(code, qt.Equals, exitOK, qt.Commentf("%s: %s", tt.fixture, errOut))
+		c.Check(out, qt.Equals, tt.want)
+	}
+}
+
+// TestScanFlagsAreExclusive: run and stop take arrays or --scan;
+// assemble's --uuid and --name narrow --scan.
+func TestScanFlagsAreExclusive(t *testing.T) {
+	c := qt.New(t)
+	for _, args := range [][]string{
+		{"run"}, {"run", "--scan", "md0"}, {"stop"}, {"stop", "--scan", "md0"},
+		{"assemble", "--uuid", "5fe640e0:eaa47937:773defef:ccd4a3ca", "md0"},
+	} {
+		code, _, _ := runCLI(t, args...)
+		c.Check(code, qt.Equals, exitUsage, qt.Commentf("%q", args))
+	}
 }

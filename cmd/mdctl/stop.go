@@ -12,8 +12,17 @@ import (
 
 // StopCmd is `mdctl stop`.
 type StopCmd struct {
-	Arrays []string `arg:"" predictor:"array" help:"The arrays to stop (md127, /dev/md/boot, boot, or a UUID)."`
+	Scan   bool     `help:"Stop every array that can be stopped, arrays stacked on others first (as mdadm --stop --scan); those in use are named and left running."`
+	Arrays []string `arg:"" optional:"" predictor:"array" help:"The arrays to stop (md127, /dev/md/boot, boot, or a UUID)."`
 	DryRun bool     `name:"dry-run" help:"Check as the real stop does (same refusals and exit codes), print what would be done, write nothing."`
+}
+
+// Validate insists on arrays or --scan, not both.
+func (c *StopCmd) Validate() error {
+	if c.Scan == (len(c.Arrays) > 0) {
+		return errors.New("name the arrays to stop, or give --scan for every array")
+	}
+	return nil
 }
 
 // Help is the command's exit codes, shown by --help.
@@ -27,7 +36,14 @@ func (c *StopCmd) Help() string { return exitHelp("stop") }
 func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	worst := exitOK
 	var msgs []string
-	for _, a := range c.Arrays {
+	arrays := c.Arrays
+	if c.Scan {
+		var err error
+		if arrays, err = m.StopOrder(ctx); err != nil {
+			return &exitError{code: exitFailure, msg: err.Error()}
+		}
+	}
+	for _, a := range arrays {
 		label := a
 		if st, err := m.Status(ctx, a); err == nil {
 			label = st.Device
