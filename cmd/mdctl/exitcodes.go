@@ -105,8 +105,8 @@ var exitTable = []exitGroup{
 		{exitPartial, "failed after changing something: the message lists every change"},
 	}},
 	{[]string{"watch"}, []exitRow{
-		{exitOK, "stopped by SIGINT or SIGTERM"},
-		{exitFailure, "the system could not be read or watched"},
+		{exitOK, "stopped by SIGINT or SIGTERM; with --test, every output took every test event"},
+		{exitFailure, "the system could not be read or watched; with --test, an output failed"},
 	}},
 }
 
