@@ -206,6 +206,14 @@ func statusSeries(t *testing.T, st ruleStep) (map[string]string, map[string]stri
 	}
 	out, errOut, code := mdctl(t, args...)
 	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr %q", errOut))
+	return parseScrape(t, out)
+}
+
+// parseScrape returns the series of a scrape in the text format (name{labels}
+// -> value), each with the instance and job labels Prometheus adds, and
+// the identity of its (last) array from mdraid_array_info: device, uuid,
+// name and level.
+func parseScrape(t *testing.T, out string) (map[string]string, map[string]string) {
 	series := map[string]string{}
 	id := map[string]string{}
 	for line := range strings.Lines(out) {
@@ -214,7 +222,9 @@ func statusSeries(t *testing.T, st ruleStep) (map[string]string, map[string]stri
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
-		c.Assert(i > 0, qt.IsTrue, qt.Commentf("%q", line))
+		if i <= 0 {
+			t.Fatalf("not a series: %q", line)
+		}
 		name, v := line[:i], line[i+1:]
 		extra := fmt.Sprintf("instance=%q,job=%q", ruleInstance, ruleJob)
 		if j := strings.IndexByte(name, '{'); j >= 0 {
@@ -332,79 +342,86 @@ evaluation_interval: 1m
 tests:
 `)
 	for _, sc := range ruleScenarios() {
-		var all []map[string]string
-		var ids []map[string]string
-		keys := map[string]bool{}
-		total := 0
+		var all, ids []map[string]string
 		for _, st := range sc.steps {
 			series, id := statusSeries(t, st)
 			all = append(all, series)
 			ids = append(ids, id)
-			for k := range series {
-				keys[k] = true
-			}
-			total += st.samples
 		}
-		var list []ruleSeries
-		for k := range keys {
-			rs := ruleSeries{key: k}
-			for i, st := range sc.steps {
-				for range st.samples {
-					rs.values = append(rs.values, all[i][k])
-				}
-			}
-			list = append(list, rs)
-		}
-		if sc.boot {
-			v := make([]string, total)
-			for i := range v {
-				v[i] = "0"
-			}
-			list = append(list, ruleSeries{key: fmt.Sprintf("node_boot_time_seconds{instance=%q,job=%q}", ruleInstance, ruleJob), values: v})
-		}
-		sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
-		fmt.Fprintf(&b, "  - name: %s\n    interval: %s\n    input_series:\n", yq(sc.name), promDuration(sc.interval))
-		for _, rs := range list {
-			fmt.Fprintf(&b, "      - series: %s\n        values: %s\n", yq(rs.key), yq(compact(rs.values)))
-		}
-		b.WriteString("    alert_rule_test:\n")
-		for _, ev := range sc.evals {
-			// The array as the evaluation sees it: the step at ev.at.
-			step := 0
-			for n := 0; step < len(sc.steps)-1 && time.Duration(n+sc.steps[step].samples)*sc.interval <= ev.at; step++ {
-				n += sc.steps[step].samples
-			}
-			for _, name := range ruleAlerts {
-				fmt.Fprintf(&b, "      - eval_time: %s\n        alertname: %s\n", promDuration(ev.at), name)
-				var want []ruleAlert
-				for _, ra := range ev.alerts {
-					if ra.name == name {
-						want = append(want, ra)
-					}
-				}
-				if len(want) == 0 {
-					b.WriteString("        exp_alerts: []\n")
-					continue
-				}
-				b.WriteString("        exp_alerts:\n")
-				for _, ra := range want {
-					labels, ann := expectAlert(t, ra, ids[step], all[step])
-					b.WriteString("          - exp_labels:\n")
-					for _, k := range sortedKeys(labels) {
-						fmt.Fprintf(&b, "              %s: %s\n", k, yq(labels[k]))
-					}
-					b.WriteString("            exp_annotations:\n")
-					for _, k := range sortedKeys(ann) {
-						fmt.Fprintf(&b, "              %s: %s\n", k, yq(ann[k]))
-					}
-				}
-			}
-		}
+		writeRuleGroup(t, &b, sc, all, ids)
 	}
 	return b.Bytes()
 }
 
-func sortedKeys(m map[string]string) []string {
+// writeRuleGroup writes the promtool test group of sc, whose steps'
+// series are all, of the arrays ids.
+func writeRuleGroup(t *testing.T, b *bytes.Buffer, sc ruleScenario, all, ids []map[string]string) {
+	keys := map[string]bool{}
+	total := 0
+	for i, st := range sc.steps {
+		for k := range all[i] {
+			keys[k] = true
+		}
+		total += st.samples
+	}
+	var list []ruleSeries
+	for k := range keys {
+		rs := ruleSeries{key: k}
+		for i, st := range sc.steps {
+			for range st.samples {
+				rs.values = append(rs.values, all[i][k])
+			}
+		}
+		list = append(list, rs)
+	}
+	if sc.boot {
+		v := make([]string, total)
+		for i := range v {
+			v[i] = "0"
+		}
+		list = append(list, ruleSeries{key: fmt.Sprintf("node_boot_time_seconds{instance=%q,job=%q}", ruleInstance, ruleJob), values: v})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
+	fmt.Fprintf(b, "  - name: %s\n    interval: %s\n    input_series:\n", yq(sc.name), promDuration(sc.interval))
+	for _, rs := range list {
+		fmt.Fprintf(b, "      - series: %s\n        values: %s\n", yq(rs.key), yq(compact(rs.values)))
+	}
+	b.WriteString("    alert_rule_test:\n")
+	for _, ev := range sc.evals {
+		// The array as the evaluation sees it: the step at ev.at.
+		step := 0
+		for n := 0; step < len(sc.steps)-1 && time.Duration(n+sc.steps[step].samples)*sc.interval <= ev.at; step++ {
+			n += sc.steps[step].samples
+		}
+		for _, name := range ruleAlerts {
+			fmt.Fprintf(b, "      - eval_time: %s\n        alertname: %s\n", promDuration(ev.at), name)
+			var want []ruleAlert
+			for _, ra := range ev.alerts {
+				if ra.name == name {
+					want = append(want, ra)
+				}
+			}
+			if len(want) == 0 {
+				b.WriteString("        exp_alerts: []\n")
+				continue
+			}
+			b.WriteString("        exp_alerts:\n")
+			for _, ra := range want {
+				labels, ann := expectAlert(t, ra, ids[step], all[step])
+				b.WriteString("          - exp_labels:\n")
+				for _, k := range labelKeys(labels) {
+					fmt.Fprintf(b, "              %s: %s\n", k, yq(labels[k]))
+				}
+				b.WriteString("            exp_annotations:\n")
+				for _, k := range labelKeys(ann) {
+					fmt.Fprintf(b, "              %s: %s\n", k, yq(ann[k]))
+				}
+			}
+		}
+	}
+}
+
+func labelKeys(m map[string]string) []string {
 	var k []string
 	for s := range m {
 		k = append(k, s)
