@@ -64,6 +64,9 @@ type ruleStep struct {
 type ruleEval struct {
 	at     time.Duration
 	alerts []ruleAlert
+	// names are the alerts the evaluation is about; nil for every one
+	// (ruleAlerts).
+	names []string
 }
 
 // ruleAlert is one expected alert: its name and the labels beyond the
@@ -393,7 +396,11 @@ func writeRuleGroup(t *testing.T, b *bytes.Buffer, sc ruleScenario, all, ids []m
 		for n := 0; step < len(sc.steps)-1 && time.Duration(n+sc.steps[step].samples)*sc.interval <= ev.at; step++ {
 			n += sc.steps[step].samples
 		}
-		for _, name := range ruleAlerts {
+		names := ev.names
+		if names == nil {
+			names = ruleAlerts
+		}
+		for _, name := range names {
 			fmt.Fprintf(b, "      - eval_time: %s\n        alertname: %s\n", promDuration(ev.at), name)
 			var want []ruleAlert
 			for _, ra := range ev.alerts {
@@ -473,6 +480,10 @@ func expectAlert(t *testing.T, ra ruleAlert, id map[string]string, series map[st
 			}
 		}
 		desc += strings.Join(slots, "") + strings.Join(faulty, "") + strings.Join(syncs, "")
+	case "MdraidArrayFailed":
+		labels["availability"], labels["severity"] = "failed", "critical"
+		summary = "md array " + onHost + " has failed"
+		desc = fmt.Sprintf("%s array %s lost more members than its level survives: its data cannot be read.", level, arr)
 	case "MdraidArrayInactive":
 		labels["availability"], labels["severity"] = "inactive", "critical"
 		summary = "md array " + onHost + " is inactive"

@@ -187,3 +187,45 @@ func TestVMWatchMetricsAlerts(t *testing.T) {
 	c.Assert(err, qt.IsNil, qt.Commentf("promtool test rules:\n%s\ntest file:\n%s", res, tests.String()))
 	t.Logf("promtool test rules on the scrape:\n%s", res)
 }
+
+// TestVMStatusFailedAlert: a raid5 that lost two of its three members,
+// as mdctl status --format=prometheus prints it on the real kernel,
+// evaluated by promtool test rules: MdraidArrayFailed fires for it (no
+// capture in testdata holds a failed array), and neither the degraded nor
+// the inactive alert does.
+func TestVMStatusFailedAlert(t *testing.T) {
+	c := qt.New(t)
+	promtool := os.Getenv("MDRAID_VM_PROMTOOL")
+	if promtool == "" {
+		t.Skip("no promtool on the host (scripts/ci-deps installs Debian's prometheus): the rules are not evaluated")
+	}
+	guest.RequireLevel(t, "--level=5")
+	disks := guest.ScratchDisks(t, 3)
+	md := vmCreate(c, "/dev/md/lost", disks, "--level=5", "--metadata=1.2", "--name=lost", "--raid-devices=3")
+	defer guest.Mdadm(c, "--stop", "/dev/md/lost")
+	guest.Mdadm(c, "/dev/md/lost", "--fail", disks[1].Path)
+	// The second failure breaks the array: newer kernels mark it broken
+	// and answer EBUSY (md: "Cannot continue operation (2/3 failed)").
+	if out, err := guest.RunMdadm("/dev/md/lost", "--fail", disks[2].Path); err != nil {
+		t.Logf("mdadm --fail %s: %v\n%s", disks[2].Path, err, out)
+	}
+
+	out, errOut, code := mdctl(t, "status", "--format=prometheus", md)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr %q", errOut))
+	c.Assert(parseMetrics(out), qt.IsNil)
+	c.Assert(out, qt.Contains, `mdraid_array_availability{availability="failed",device="`+md+`"} 1`)
+	series, id := parseScrape(t, out)
+	c.Assert(id["device"], qt.Equals, md)
+	c.Assert(id["level"], qt.Equals, "raid5")
+	sc := ruleScenario{name: "a real scrape: raid5 " + md + " with two of three members failed", interval: time.Minute,
+		steps: []ruleStep{{samples: 10}},
+		evals: []ruleEval{{at: 5 * time.Minute, names: []string{"MdraidArrayFailed", "MdraidArrayDegraded", "MdraidArrayInactive"},
+			alerts: []ruleAlert{{name: "MdraidArrayFailed", labels: map[string]string{}}}}}}
+	var tests bytes.Buffer
+	fmt.Fprintf(&tests, "rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n", filepath.Join(fixture.Root(t), "contrib", "prometheus", "mdraid-rules.yml"))
+	writeRuleGroup(t, &tests, sc, []map[string]string{series}, []map[string]string{id})
+	p := filepath.Join(t.TempDir(), "failed.test.yml")
+	c.Assert(os.WriteFile(p, tests.Bytes(), 0o644), qt.IsNil)
+	res, err := exec.Command(promtool, "test", "rules", p).CombinedOutput()
+	c.Assert(err, qt.IsNil, qt.Commentf("promtool test rules:\n%s\ntest file:\n%s", res, tests.String()))
+}
