@@ -66,6 +66,18 @@
 // mdraid_array_sync_progress_ratio, under a name that is there only
 // while a scrub runs, not a rebuild.
 //
+// # Alerts and a dashboard
+//
+// The repository's contrib/prometheus/mdraid-rules.yml holds alerting
+// and recording rules over these series (degraded, failed and inactive
+// arrays, missing slots with their recorded ports, failed members,
+// stalled and finished rebuilds, mismatches, overdue checks, scrape
+// errors), and contrib/grafana/mdraid-dashboard.json a dashboard with a
+// row per array. The tests of cmd/mdctl run the rules with promtool on
+// what mdctl status --format=prometheus prints for the real captures in
+// testdata/fixtures, and check every dashboard query against those
+// series.
+//
 // # Without the client library
 //
 // Package md/metrics/promtext builds the same metrics (Collector is built
