@@ -105,8 +105,8 @@ var exitTable = []exitGroup{
 		{exitPartial, "a device or an array failed (the kernel refused a device, an array did not start; each named on its own line with every change made and undone; every other array is assembled), or assembly stopped after changing something: the message lists every change"},
 	}},
 	{[]string{"watch"}, []exitRow{
-		{exitOK, "stopped by SIGINT or SIGTERM"},
-		{exitFailure, "the system could not be read or watched"},
+		{exitOK, "stopped by SIGINT or SIGTERM; with --test, every output took every test event"},
+		{exitFailure, "the system could not be read or watched; with --test, an output failed"},
 	}},
 }
 

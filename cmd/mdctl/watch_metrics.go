@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics/promtext"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // Timeouts of the metrics server. A scrape is served from a snapshot in
@@ -59,6 +63,30 @@ func listenMetrics(addr string) ([]net.Listener, error) {
 		l4.Close()
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
+}
+
+// withRecords returns a copy of r with the records of st added
+// (md.Report.AddChecks), leaving r as it was: the watcher's snapshots are
+// not to be changed. A store that cannot be read (not written yet, or
+// bad) leaves r without records; a bad one is logged.
+func withRecords(ctx context.Context, r *md.Report, st *store.File, log *slog.Logger) *md.Report {
+	if r == nil {
+		return nil
+	}
+	rs, err := st.Load(ctx)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("metrics without the store's records", "store", st.Path(), "err", err)
+		}
+		return r
+	}
+	cp := *r
+	cp.Arrays = slices.Clone(r.Arrays)
+	for i := range cp.Arrays {
+		cp.Arrays[i].Slots = slices.Clone(cp.Arrays[i].Slots)
+	}
+	cp.AddChecks(rs)
+	return &cp
 }
 
 // metricsHandler serves /metrics, GET and HEAD only (405 for other

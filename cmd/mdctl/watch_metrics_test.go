@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics/promtext"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // TestListenMetrics: a bare :PORT listens on loopback only, on both
@@ -352,4 +354,35 @@ func TestWatchCLIMetricsBadAddr(t *testing.T) {
 		qt.Check(t, out, qt.Equals, "", qt.Commentf("%s", addr))
 		qt.Check(t, errOut, qt.Contains, "--metrics-listen", qt.Commentf("%s", addr))
 	}
+}
+
+// TestWithRecords: the metrics of watch --store carry the store's record
+// of a missing slot (the port of a removed member) and the last check,
+// from a copy: the watcher's snapshot is left as it was. Without a store
+// file yet, the snapshot is served as it is.
+func TestWithRecords(t *testing.T) {
+	c := qt.New(t)
+	r := fixtureReport(t, "raid1-removed-spare") // vdc failed and removed from slot 2
+	a := r.Arrays[0]
+	path := filepath.Join(t.TempDir(), "records.json")
+	st := store.NewFile(path)
+	c.Check(withRecords(context.Background(), r, st, discard), qt.Equals, r)
+
+	healthy := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rs := &md.Records{Arrays: []md.Record{{UUID: a.UUID, Metadata: a.Metadata, Level: a.Level, RaidDisks: 3, Slots: []md.SlotRecord{
+		{Slot: 0, ByPath: "pci-0000:00:10.0", LastHealthy: healthy}, {Slot: 1, ByPath: "pci-0000:00:11.0", LastHealthy: healthy},
+		{Slot: 2, ByPath: "pci-0000:00:12.0", Serial: "mdtest-2", LastHealthy: healthy},
+	}}}}
+	rs.PutCheck(md.CheckRecord{UUID: a.UUID, LastFinished: healthy, LastAction: "check"})
+	c.Assert(st.Save(context.Background(), rs), qt.IsNil)
+	got := withRecords(context.Background(), r, st, discard)
+	c.Assert(got, qt.Not(qt.Equals), r)
+	c.Check(r.Arrays[0].LastCheck, qt.IsNil)
+	for _, s := range r.Arrays[0].Slots {
+		c.Check(s.Recorded, qt.IsNil)
+	}
+	var out bytes.Buffer
+	c.Assert(promtext.Write(&out, promtext.Collect(got, nil)), qt.IsNil)
+	c.Check(out.String(), qt.Contains, `mdraid_slot_recorded_info{by_path="pci-0000:00:12.0",device="md0",serial="mdtest-2",slot="2",wwn=""} 1`)
+	c.Check(out.String(), qt.Contains, `mdraid_array_last_check_finish_time_seconds{action="check",device="md0"} 1.7960832e+09`) // 2026-12-01
 }

@@ -2,6 +2,7 @@ package vmtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,13 +59,25 @@ func TestGuestPackages(t *testing.T) {
 			// The md package's guest tests took 445 s on 6.1 on a
 			// loaded host (2026-12-03), 2.7 times as long as on a quiet
 			// one: the limits leave room for twice that.
-			res, err := r.RunTest(t, Config{
+			cfg := Config{
 				Cmd:     []string{guestExe, "-test.v", "-test.timeout=15m", run},
 				Dir:     "/src/" + p.Rel,
 				Files:   map[string]string{guestExe: exe},
 				Disks:   disks,
 				Timeout: 16 * time.Minute,
-			})
+			}
+			// The host's promtool (Debian's prometheus package, dynamically
+			// linked against the libc the guest has for mdadm), for the
+			// guest tests that evaluate the alerting rules on a real
+			// scrape: its directory is shared read-only, so that the
+			// 48 MB binary is read only by the boots that run it.
+			if pt, err := exec.LookPath("promtool"); err == nil {
+				if pt, err = filepath.EvalSymlinks(pt); err == nil {
+					cfg.Shares = append(cfg.Shares, Share{Tag: "promtool", HostDir: filepath.Dir(pt), GuestDir: "/vmtest/promtool", ReadOnly: true})
+					cfg.Env = append(cfg.Env, "MDRAID_VM_PROMTOOL=/vmtest/promtool/"+filepath.Base(pt))
+				}
+			}
+			res, err := r.RunTest(t, cfg)
 			if res != nil {
 				t.Logf("VM ran %v", res.Duration.Round(time.Millisecond))
 			}

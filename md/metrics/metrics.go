@@ -20,6 +20,7 @@
 //	mdraid_array_check_position_ratio{device,action}  0..1 while a check or repair runs
 //	mdraid_array_last_check_finish_time_seconds{device,action} Unix time the last check or repair finished (from a store)
 //	mdraid_slot_missing{device,slot}                  1 for a slot without a member
+//	mdraid_slot_recorded_info{device,slot,by_path,serial,wwn} 1 for a missing or faulty slot a store has a record of
 //	mdraid_member_info{device,member,slot,by_path,serial,wwn} 1
 //	mdraid_member_state{device,member,slot,by_path,state} 1 for each flag the kernel shows
 //	mdraid_member_read_errors_total{device,member,slot,by_path}
@@ -36,6 +37,14 @@
 // on failed members reads
 //
 //	mdraid_member_state{state="faulty"} unless on(device, member) (mdraid_member_state{state=~"in_sync|spare"})
+//
+// mdraid_slot_recorded_info names the port and disk that belong in a
+// missing or faulty slot, from the slot records of a store (mdctl status
+// --store, mdctl watch --store; md.Report.AddRecords): once a failed
+// member has been removed, no member series carries its port any more,
+// and this one still does. An alert on a missing slot joins it:
+//
+//	mdraid_slot_missing * on(device, slot) group_left(by_path) mdraid_slot_recorded_info
 //
 // # Mismatches and checks
 //
@@ -56,6 +65,18 @@
 // position, from the kernel's last checkpoint: the same value as
 // mdraid_array_sync_progress_ratio, under a name that is there only
 // while a scrub runs, not a rebuild.
+//
+// # Alerts and a dashboard
+//
+// The repository's contrib/prometheus/mdraid-rules.yml holds alerting
+// and recording rules over these series (degraded, failed and inactive
+// arrays, missing slots with their recorded ports, failed members,
+// stalled and finished rebuilds, mismatches, overdue checks, scrape
+// errors), and contrib/grafana/mdraid-dashboard.json a dashboard with a
+// row per array. The tests of cmd/mdctl run the rules with promtool on
+// what mdctl status --format=prometheus prints for the real captures in
+// testdata/fixtures, and check every dashboard query against those
+// series.
 //
 // # Without the client library
 //

@@ -5,7 +5,9 @@
 // where mdadm has them: NewArray, Fail, DegradedArray, RebuildStarted,
 // ...). A check or repair is also reported as CheckStarted and
 // CheckFinished (with the mismatch count), after its RebuildStarted and
-// RebuildFinished.
+// RebuildFinished. TestEvents makes one TestMessage per array of a
+// report, to test where events go (mdctl watch --test, as mdadm --monitor
+// --test).
 //
 // # Wake-ups
 //

@@ -59,6 +59,10 @@ const (
 	// or the repair rewrote, since it (or, for a resumed check, this part
 	// of it) started.
 	CheckFinished EventType = "CheckFinished"
+	// TestMessage: a test of the path events take, one per array, made
+	// by TestEvents (mdctl watch --test, as mdadm --monitor --test);
+	// nothing changed.
+	TestMessage EventType = "TestMessage"
 	// DeviceDisappeared: an array went away (stopped).
 	DeviceDisappeared EventType = "DeviceDisappeared"
 	// SparesMissing: an array has fewer spares than Options.Spares
@@ -237,6 +241,22 @@ func intp(v int) *int { return &v }
 // arrayEvent starts an event about a.
 func arrayEvent(t EventType, a *md.Array, now time.Time) Event {
 	return Event{Type: t, Time: now, Array: a.Device, ArrayPath: a.Path, UUID: a.UUID, Name: a.Name}
+}
+
+// TestEvents returns one TestMessage event per array of r, in the
+// report's order, as mdadm --monitor --test reports one for every array
+// at start: for testing that events reach every output.
+func TestEvents(r *md.Report, now time.Time) []Event {
+	var evs []Event
+	if r == nil {
+		return nil
+	}
+	for i := range r.Arrays {
+		if a := &r.Arrays[i]; present(a) {
+			evs = append(evs, arrayEvent(TestMessage, a, now))
+		}
+	}
+	return evs
 }
 
 // memberEvent starts an event about member m of a.

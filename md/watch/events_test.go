@@ -199,12 +199,28 @@ func TestEventJSON(t *testing.T) {
 		DeviceDisappeared: "DeviceDisappeared", SparesMissing: "SparesMissing",
 		MemberAdded: "MemberAdded", MemberRemoved: "MemberRemoved",
 		SlotRecorded: "SlotRecorded", HealStarted: "HealStarted", HealRefused: "HealRefused",
-		HealFailed: "HealFailed", HealDeferred: "HealDeferred", Unfrozen: "Unfrozen",
+		HealFailed: "HealFailed", HealDeferred: "HealDeferred", Unfrozen: "Unfrozen", TestMessage: "TestMessage",
 	}
-	c.Check(types, qt.HasLen, 23)
+	c.Check(types, qt.HasLen, 24)
 	for typ, want := range types {
 		b, err := json.Marshal(typ)
 		c.Assert(err, qt.IsNil)
 		c.Check(string(b), qt.Equals, `"`+want+`"`)
 	}
+}
+
+// TestTestEvents: one TestMessage per array of the report, in its order,
+// naming the array; none for a stopped array lingering as "clear", or
+// for no report.
+func TestTestEvents(t *testing.T) {
+	c := qt.New(t)
+	a, b := fixtureArray(t, "raid1-v1.2"), fixtureArray(t, "raid5")
+	b.Device, b.Path = "md1", "/dev/md1"
+	gone := fixtureArray(t, "raid1-failed")
+	gone.Device, gone.State = "md2", "clear"
+	evs := TestEvents(&md.Report{Arrays: []md.Array{a, b, gone}}, t0)
+	c.Assert(brief(evs), qt.DeepEquals, []string{"TestMessage md0", "TestMessage md1"})
+	c.Check(evs[0], qt.DeepEquals, Event{Type: TestMessage, Time: t0, Array: "md0", ArrayPath: a.Path, UUID: a.UUID, Name: a.Name})
+	c.Check(evs[1].UUID, qt.Equals, b.UUID)
+	c.Check(TestEvents(nil, t0), qt.HasLen, 0)
 }

@@ -87,7 +87,7 @@ type schema struct {
 	state, disks, disksRequired, raidDisks, degraded, blocks, blocksSynced *Family
 
 	info, avail, red, progress, speed, eta, mismatch, lastSync, checkPos, lastCheck,
-	slotMissing, arrayErrors *Family
+	slotMissing, slotRecorded, arrayErrors *Family
 
 	memberInfo, memberState, memberErrors, memberEvents, memberBad *Family
 
@@ -133,6 +133,8 @@ func newSchema() *schema {
 			"Unix time the last completed check or repair finished, from the check records of a store (md.Array.LastCheck).", "device", "action"),
 		slotMissing: gauge("mdraid_slot_missing",
 			"1 for each slot that no member holds.", "device", "slot"),
+		slotRecorded: gauge("mdraid_slot_recorded_info",
+			"Port and disk a store recorded for a missing or faulty slot (md.Slot.Recorded); always 1.", "device", "slot", "by_path", "serial", "wwn"),
 		arrayErrors: gauge("mdraid_array_errors",
 			"1 when part of the array's status could not be read.", "device"),
 
@@ -157,7 +159,7 @@ func newSchema() *schema {
 func (s *schema) all() []*Family {
 	return []*Family{s.state, s.disks, s.disksRequired, s.raidDisks,
 		s.degraded, s.blocks, s.blocksSynced, s.info, s.avail, s.red, s.progress,
-		s.speed, s.eta, s.mismatch, s.lastSync, s.checkPos, s.lastCheck, s.slotMissing, s.arrayErrors,
+		s.speed, s.eta, s.mismatch, s.lastSync, s.checkPos, s.lastCheck, s.slotMissing, s.slotRecorded, s.arrayErrors,
 		s.memberInfo, s.memberState, s.memberErrors, s.memberEvents, s.memberBad,
 		s.scrapeError, s.collectErrors}
 }
@@ -281,6 +283,9 @@ func (c *collector) array(a *md.Array) {
 	for _, s := range a.Slots {
 		if s.Member == nil {
 			c.gauge(c.slotMissing, 1, dev, strconv.Itoa(s.Slot))
+		}
+		if r := s.Recorded; r != nil {
+			c.gauge(c.slotRecorded, 1, dev, strconv.Itoa(s.Slot), r.ByPath, r.Serial, r.WWN)
 		}
 		for _, m := range []*md.Member{s.Member, s.Replacement} {
 			if m != nil {

@@ -216,7 +216,7 @@ func TestFamilies(t *testing.T) {
 		qt.Check(t, byName[f.Name], qt.IsNil, qt.Commentf("%s twice", f.Name))
 		byName[f.Name] = f
 	}
-	qt.Check(t, fams, qt.HasLen, 26)
+	qt.Check(t, fams, qt.HasLen, 27)
 	// A family changed by one caller is not changed for the next.
 	fams[0].Labels[0] = "changed"
 	qt.Check(t, promtext.Families()[0].Labels[0], qt.Equals, "device")
@@ -312,4 +312,32 @@ func TestHandler(t *testing.T) {
 	_, body = do("GET", "gzip")
 	qt.Check(t, body, qt.Contains, "\nmdraid_scrape_error 1\n")
 	qt.Check(t, body, qt.Not(qt.Contains), "node_md_state")
+}
+
+// TestSlotRecorded: a missing slot that a store has a record of carries
+// its recorded port and disk in mdraid_slot_recorded_info, after the
+// failed member was removed (raid1-removed-spare: vdc failed and
+// removed from slot 2), and the client writes the same.
+func TestSlotRecorded(t *testing.T) {
+	c := qt.New(t)
+	sys, dev := fixture.Named(t, "raid1-removed-spare").System(t)
+	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+	c.Assert(err, qt.IsNil)
+	r, err := m.Discover(context.Background())
+	c.Assert(err, qt.IsNil)
+	var got bytes.Buffer
+	c.Assert(promtext.Write(&got, promtext.Collect(r, nil)), qt.IsNil)
+	c.Check(got.String(), qt.Not(qt.Contains), "mdraid_slot_recorded_info")
+
+	a := r.Arrays[0]
+	rs := &md.Records{Arrays: []md.Record{{UUID: a.UUID, Metadata: a.Metadata, Level: a.Level, RaidDisks: 3, Slots: []md.SlotRecord{
+		{Slot: 0, ByPath: "pci-0000:00:10.0"}, {Slot: 1, ByPath: "pci-0000:00:11.0"}, {Slot: 2, ByPath: "pci-0000:00:12.0", Serial: "mdtest-2"},
+	}}}}
+	r.AddRecords(rs)
+	got.Reset()
+	c.Assert(promtext.Write(&got, promtext.Collect(r, nil)), qt.IsNil)
+	c.Check(got.String(), qt.Contains, `mdraid_slot_missing{device="md0",slot="2"} 1`+"\n")
+	c.Check(got.String(), qt.Contains, `mdraid_slot_recorded_info{by_path="pci-0000:00:12.0",device="md0",serial="mdtest-2",slot="2",wwn=""} 1`+"\n")
+	c.Check(strings.Count(got.String(), "mdraid_slot_recorded_info{"), qt.Equals, 1)
+	c.Check(got.String(), qt.Equals, viaClient(t, fixed{r: r}))
 }
