@@ -66,7 +66,7 @@ func TestRunScan(t *testing.T) {
 	for _, tt := range []struct {
 		fixture, want string
 	}{
-		{"raid5-inactive", "mdctl: would start md127 (array_state=read-auto); nothing written (dry run)\n"},
+		{"raid5-inactive", "md127: would start md127 (array_state=read-auto); nothing written (dry run).\n"},
 		{"raid1-v1.2", ""},
 	} {
 		sys, dev := fixture.Named(t, tt.fixture).System(t)

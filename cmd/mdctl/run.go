@@ -33,7 +33,8 @@ func (c *RunCmd) Validate() error {
 // the exit code is the worst.
 func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if !c.Scan {
-		return c.runOne(k, m.Run(ctx, c.Array, c.change()), c.Array)
+		ch := c.change()
+		return c.runOne(k, m.Run(ctx, c.Array, ch), ch, c.Array)
 	}
 	rep, err := m.Discover(ctx)
 	if err != nil {
@@ -45,7 +46,8 @@ func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error 
 		if a.Availability != md.Inactive {
 			continue
 		}
-		err := c.runOne(k, m.Run(ctx, a.Device, c.change()), a.Device)
+		ch := c.change()
+		err := c.runOne(k, m.Run(ctx, a.Device, ch), ch, a.Device)
 		var ee *exitError
 		if errors.As(err, &ee) {
 			if last != nil {
@@ -67,12 +69,12 @@ func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error 
 func (c *RunCmd) change() *md.Change { return &md.Change{DryRun: c.DryRun} }
 
 // runOne reports one array's run.
-func (c *RunCmd) runOne(k *kong.Context, err error, array string) error {
+func (c *RunCmd) runOne(k *kong.Context, err error, ch *md.Change, array string) error {
 	if err != nil {
 		return primitiveError(err)
 	}
 	if c.DryRun {
-		printLine(k.Stdout, "mdctl: would start %s (array_state=read-auto); nothing written (dry run)", array)
+		printDryRun(k, ch, "start "+ch.Array)
 		return nil
 	}
 	fmt.Fprintf(k.Stdout, "%s: started.\n", escape.Text(array))

@@ -110,8 +110,8 @@ func parseMetrics(body string) error {
 }
 
 // TestMetricsServer: /metrics serves what status --format=prometheus
-// prints for the same snapshot, byte for byte; a scrape error before the
-// first snapshot and after a failed one; GET and HEAD only; 404 for
+// prints for the same snapshot, byte for byte; 503 (not ready) before
+// the first snapshot, a scrape error after a failed one; GET and HEAD only; 404 for
 // every other path.
 func TestMetricsServer(t *testing.T) {
 	c := qt.New(t)
@@ -120,11 +120,19 @@ func TestMetricsServer(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 
-	resp, body := get(t, client, "GET", url)
-	c.Assert(resp.StatusCode, qt.Equals, http.StatusOK)
-	c.Check(parseMetrics(body), qt.IsNil)
-	c.Check(body, qt.Contains, "\nmdraid_scrape_error 1\n")
-	c.Check(body, qt.Not(qt.Contains), "node_md_state")
+	// Before the first snapshot: not ready, and no scrape error.
+	req, err := http.NewRequest("GET", url, nil)
+	c.Assert(err, qt.IsNil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.01")
+	resp, err := client.Do(req)
+	c.Assert(err, qt.IsNil)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c.Assert(err, qt.IsNil)
+	c.Check(resp.StatusCode, qt.Equals, http.StatusServiceUnavailable)
+	c.Check(string(b), qt.Contains, "not ready")
+	c.Check(string(b), qt.Not(qt.Contains), "mdraid_scrape_error")
+	var body string
 
 	r := fixtureReport(t, "eight-arrays")
 	l.Set(r, nil)

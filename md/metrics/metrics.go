@@ -107,6 +107,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -151,9 +152,17 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. A metric that the client
 // refuses to build is left out and counted in mdraid_collect_errors, as
-// promtext.Collect counts the ones it leaves out.
+// promtext.Collect counts the ones it leaves out. A source that has no
+// snapshot yet (a Latest before its first Set) is waited for up to
+// promtext.DefaultReadyWait; if it still has none, the scrape has no md
+// series at all rather than a scrape error that did not happen.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	r, err := c.src.Discover(c.ctx)
+	ctx, cancel := context.WithTimeout(c.ctx, promtext.DefaultReadyWait)
+	r, err := c.src.Discover(ctx)
+	cancel()
+	if errors.Is(err, ErrNoSnapshot) {
+		return
+	}
 	var errs *promtext.Metric
 	failed := 0.0
 	for _, m := range promtext.Collect(r, err) {

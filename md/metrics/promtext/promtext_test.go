@@ -272,6 +272,7 @@ func TestHandler(t *testing.T) {
 		return resp, string(b)
 	}
 
+	l.Set(nil, errors.New("listing /sys/block: permission denied"))
 	resp, body := do("GET", "")
 	qt.Check(t, resp.StatusCode, qt.Equals, http.StatusOK)
 	qt.Check(t, body, qt.Contains, "\nmdraid_scrape_error 1\n")
@@ -340,4 +341,33 @@ func TestSlotRecorded(t *testing.T) {
 	c.Check(got.String(), qt.Contains, `mdraid_slot_recorded_info{by_path="pci-0000:00:12.0",device="md0",serial="mdtest-2",slot="2",wwn=""} 1`+"\n")
 	c.Check(strings.Count(got.String(), "mdraid_slot_recorded_info{"), qt.Equals, 1)
 	c.Check(got.String(), qt.Equals, viaClient(t, fixed{r: r}))
+}
+
+// TestHandlerBeforeTheFirstSnapshot: a scrape that comes before a
+// daemon's first snapshot is no scrape error: it waits for the snapshot
+// for most of the scrape's timeout and serves it, or answers 503 (not
+// ready) with the reason when it does not come in time.
+func TestHandlerBeforeTheFirstSnapshot(t *testing.T) {
+	c := qt.New(t)
+	var l promtext.Latest
+	h := promtext.Handler(&l)
+	scrape := func(timeout string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", timeout)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	w := scrape("0.01")
+	c.Check(w.Code, qt.Equals, http.StatusServiceUnavailable)
+	c.Check(w.Body.String(), qt.Contains, "not ready")
+	c.Check(w.Body.String(), qt.Not(qt.Contains), "mdraid_scrape_error")
+
+	got := make(chan *httptest.ResponseRecorder)
+	go func() { got <- scrape("60") }()
+	l.Set(&md.Report{Arrays: []md.Array{{Device: "md0", Availability: md.Online, Redundancy: md.Full}}}, nil)
+	w = <-got
+	c.Check(w.Code, qt.Equals, http.StatusOK)
+	c.Check(w.Body.String(), qt.Contains, "mdraid_scrape_error 0\n")
+	c.Check(w.Body.String(), qt.Contains, `node_md_state{device="md0",state="active"} 1`)
 }
