@@ -322,6 +322,34 @@ func TestCheckTimeBoxResume(t *testing.T) {
 	c.Check(rec.LastFinished, qt.Equals, r.now)
 }
 
+// TestCheckTimeBoxBeforeFirstCheckpoint: a time-boxed check stopped at
+// its deadline before the kernel's first position checkpoint leaves
+// sync_min at 0, as a finished one does (docs/scrub.md §3). It is
+// reported stopped, not finished and clean, and its cursor stays at the
+// start of the pass.
+func TestCheckTimeBoxBeforeFirstCheckpoint(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	r.k.perStep = 0 // no checkpoint before the deadline
+	st := &memStore{}
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Duration: 3 * time.Second, Store: st})
+	c.Assert(err, qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)", "SetSyncAction(md0, idle)"})
+	c.Check(r.k.read("md0", "sync_min"), qt.Equals, "0")
+	c.Check(res[0].Result, qt.Equals, CheckStopped)
+	c.Check(res[0].Finished, qt.IsFalse)
+	c.Check(res[0].PositionSectors, qt.Equals, uint64(0))
+	c.Check(res[0].CursorSaved, qt.IsTrue)
+	rs, err := st.Load(context.Background())
+	c.Assert(err, qt.IsNil)
+	rec, ok := rs.Check(res[0].UUID)
+	c.Assert(ok, qt.IsTrue)
+	c.Check(rec.Action, qt.Equals, sysfs.ActionCheck)
+	c.Check(rec.Pending(), qt.IsTrue)
+	c.Check(rec.Cursor, qt.Equals, uint64(0))
+	c.Check(rec.LastFinished.IsZero(), qt.IsTrue)
+}
+
 // TestCheckWithoutStoreFullPass: without a store, a sync_min left by an
 // earlier interruption is reset, so that the pass covers everything.
 func TestCheckWithoutStoreFullPass(t *testing.T) {
