@@ -131,7 +131,13 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			}
 			d := mdadmtext.ParseDetail(fc.Texts["detail.txt"])
 			state := d.Fields["State"]
-			c.Check(a.Availability, qt.Equals, Availability(d.Health()), qt.Commentf("mdadm State: %q", state))
+			want := Availability(d.Health())
+			// mdadm --detail says "clean" for a read-only or read-auto
+			// array; the kernel's /proc/mdstat line says which it is.
+			if ro := mdstatReadOnly(fc.Texts["mdstat.txt"], a.Device); ro && want == Online {
+				want = ReadOnly
+			}
+			c.Check(a.Availability, qt.Equals, want, qt.Commentf("mdadm State: %q", state))
 
 			if a.Availability == Inactive {
 				// mdadm --detail of an inactive array lists members without
@@ -197,4 +203,15 @@ func TestDiscoverMatchesMdadm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mdstatReadOnly reports whether /proc/mdstat's line of array dev says
+// "active (read-only)" or "active (auto-read-only)".
+func mdstatReadOnly(mdstat, dev string) bool {
+	for _, line := range strings.Split(mdstat, "\n") {
+		if rest, ok := strings.CutPrefix(line, dev+" : "); ok {
+			return strings.HasPrefix(rest, "active (read-only)") || strings.HasPrefix(rest, "active (auto-read-only)")
+		}
+	}
+	return false
 }
