@@ -421,6 +421,23 @@ func TestCheckPlanChanged(t *testing.T) {
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 }
 
+// TestCheckPlanDiffers: the executor's plan succeeds but differs from
+// the one shown (someone wrote sync_min meanwhile, so the pass would
+// start elsewhere): refused, nothing written.
+func TestCheckPlanDiffers(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	p, err := planCheck(r.m.gatherCheck("md0"), CheckRequest{}, nil)
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.SetMin, qt.IsFalse)
+	r.setAttr(t, "sync_min", "8192")
+	err = r.m.startCheck(p, CheckRequest{}, nil)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(r.k.read("md0", "sync_action"), qt.Equals, "idle")
+}
+
 // TestRecordKeepsChecks: a recording pass keeps the check records.
 func TestRecordKeepsChecks(t *testing.T) {
 	c := qt.New(t)
