@@ -350,6 +350,42 @@ func TestCheckTimeBoxBeforeFirstCheckpoint(t *testing.T) {
 	c.Check(rec.LastFinished.IsZero(), qt.IsTrue)
 }
 
+// TestCheckFrozenBeforeFirstCheckpoint: someone freezes the array while
+// the check waits for its first checkpoint. The kernel interrupts the
+// pass and leaves sync_min at 0, as at the end of a pass; the check is
+// reported stopped, with its cursor at the start, not finished. (Stopped
+// by someone else with idle before the first checkpoint, a pass cannot
+// be told from a finished one in sysfs: that case is still reported
+// finished.)
+func TestCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	r.k.perStep = 0 // no checkpoint
+	r.m.ops.sleep = func(ctx context.Context, d time.Duration) error {
+		r.now = r.now.Add(d)
+		if r.k.running { // another program writes frozen
+			r.k.running = false
+			r.k.set(r.k.attr("md0", "sync_min"), fmt.Sprint(r.k.done))
+			r.k.set(r.k.attr("md0", "sync_completed"), "none")
+			r.k.set(r.k.attr("md0", "sync_action"), "frozen")
+		}
+		return nil
+	}
+	st := &memStore{}
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true, Store: st})
+	c.Assert(err, qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)"})
+	c.Check(res[0].Result, qt.Equals, CheckStopped)
+	c.Check(res[0].Finished, qt.IsFalse)
+	c.Check(res[0].CursorSaved, qt.IsTrue)
+	rs, err := st.Load(context.Background())
+	c.Assert(err, qt.IsNil)
+	rec, ok := rs.Check(res[0].UUID)
+	c.Assert(ok, qt.IsTrue)
+	c.Check(rec.Pending(), qt.IsTrue)
+	c.Check(rec.Cursor, qt.Equals, uint64(0))
+}
+
 // TestCheckWithoutStoreFullPass: without a store, a sync_min left by an
 // earlier interruption is reset, so that the pass covers everything.
 func TestCheckWithoutStoreFullPass(t *testing.T) {
