@@ -604,6 +604,12 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 		return
 	}
 	stopped := false // we wrote idle
+	// frozen: someone froze the array, which interrupts the pass. Only
+	// then can a stop by someone else be told from the end of the pass
+	// when it came before the kernel's first checkpoint: the kernel
+	// leaves sync_min at 0 in both cases (docs/scrub.md §3), and a stop
+	// with idle looks exactly like the end.
+	frozen := false
 	for {
 		act, err := a.SyncAction()
 		if err != nil {
@@ -611,6 +617,7 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 			return
 		}
 		if act != p.Action {
+			frozen = act == sysfs.ActionFrozen
 			break // finished, or someone stopped it
 		}
 		pr, _ := a.SyncCompleted()
@@ -653,7 +660,7 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 			return
 		}
 	}
-	c.ended(ctx, a, p, r, stopped)
+	c.ended(ctx, a, p, r, stopped || frozen)
 }
 
 // waitIdle waits until sync_completed reads none: the sync thread has
@@ -678,6 +685,10 @@ func (c *checkRun) waitIdle(ctx context.Context, a sysfs.Array, interval time.Du
 // sync_min to the point reached when a check is interrupted and back to
 // 0 when it completes (docs/scrub.md §3, §8.5), and mismatch_cnt holds
 // this segment's count (§5).
+//
+// stopped says the pass was interrupted (we wrote idle at the deadline,
+// or someone froze the array): it is not finished even when sync_min
+// reads 0.
 func (c *checkRun) ended(ctx context.Context, a sysfs.Array, p *checkPlan, r *CheckResult, stopped bool) {
 	cnt, err := a.MismatchCount()
 	if err != nil {

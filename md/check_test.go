@@ -322,6 +322,70 @@ func TestCheckTimeBoxResume(t *testing.T) {
 	c.Check(rec.LastFinished, qt.Equals, r.now)
 }
 
+// TestCheckTimeBoxBeforeFirstCheckpoint: a time-boxed check stopped at
+// its deadline before the kernel's first position checkpoint leaves
+// sync_min at 0, as a finished one does (docs/scrub.md §3). It is
+// reported stopped, not finished and clean, and its cursor stays at the
+// start of the pass.
+func TestCheckTimeBoxBeforeFirstCheckpoint(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	r.k.perStep = 0 // no checkpoint before the deadline
+	st := &memStore{}
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Duration: 3 * time.Second, Store: st})
+	c.Assert(err, qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)", "SetSyncAction(md0, idle)"})
+	c.Check(r.k.read("md0", "sync_min"), qt.Equals, "0")
+	c.Check(res[0].Result, qt.Equals, CheckStopped)
+	c.Check(res[0].Finished, qt.IsFalse)
+	c.Check(res[0].PositionSectors, qt.Equals, uint64(0))
+	c.Check(res[0].CursorSaved, qt.IsTrue)
+	rs, err := st.Load(context.Background())
+	c.Assert(err, qt.IsNil)
+	rec, ok := rs.Check(res[0].UUID)
+	c.Assert(ok, qt.IsTrue)
+	c.Check(rec.Action, qt.Equals, sysfs.ActionCheck)
+	c.Check(rec.Pending(), qt.IsTrue)
+	c.Check(rec.Cursor, qt.Equals, uint64(0))
+	c.Check(rec.LastFinished.IsZero(), qt.IsTrue)
+}
+
+// TestCheckFrozenBeforeFirstCheckpoint: someone freezes the array while
+// the check waits for its first checkpoint. The kernel interrupts the
+// pass and leaves sync_min at 0, as at the end of a pass; the check is
+// reported stopped, with its cursor at the start, not finished. (Stopped
+// by someone else with idle before the first checkpoint, a pass cannot
+// be told from a finished one in sysfs: that case is still reported
+// finished.)
+func TestCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	r.k.perStep = 0 // no checkpoint
+	r.m.ops.sleep = func(ctx context.Context, d time.Duration) error {
+		r.now = r.now.Add(d)
+		if r.k.running { // another program writes frozen
+			r.k.running = false
+			r.k.set(r.k.attr("md0", "sync_min"), fmt.Sprint(r.k.done))
+			r.k.set(r.k.attr("md0", "sync_completed"), "none")
+			r.k.set(r.k.attr("md0", "sync_action"), "frozen")
+		}
+		return nil
+	}
+	st := &memStore{}
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true, Store: st})
+	c.Assert(err, qt.IsNil)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)"})
+	c.Check(res[0].Result, qt.Equals, CheckStopped)
+	c.Check(res[0].Finished, qt.IsFalse)
+	c.Check(res[0].CursorSaved, qt.IsTrue)
+	rs, err := st.Load(context.Background())
+	c.Assert(err, qt.IsNil)
+	rec, ok := rs.Check(res[0].UUID)
+	c.Assert(ok, qt.IsTrue)
+	c.Check(rec.Pending(), qt.IsTrue)
+	c.Check(rec.Cursor, qt.Equals, uint64(0))
+}
+
 // TestCheckWithoutStoreFullPass: without a store, a sync_min left by an
 // earlier interruption is reset, so that the pass covers everything.
 func TestCheckWithoutStoreFullPass(t *testing.T) {
@@ -391,6 +455,23 @@ func TestCheckPlanChanged(t *testing.T) {
 	c.Check(err, qt.ErrorIs, ErrPlanChanged)
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(r.k.Calls(), qt.HasLen, 0)
+}
+
+// TestCheckPlanDiffers: the executor's plan succeeds but differs from
+// the one shown (someone wrote sync_min meanwhile, so the pass would
+// start elsewhere): refused, nothing written.
+func TestCheckPlanDiffers(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	p, err := planCheck(r.m.gatherCheck("md0"), CheckRequest{}, nil)
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.SetMin, qt.IsFalse)
+	r.setAttr(t, "sync_min", "8192")
+	err = r.m.startCheck(p, CheckRequest{}, nil)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(r.k.read("md0", "sync_action"), qt.Equals, "idle")
 }
 
 // TestRecordKeepsChecks: a recording pass keeps the check records.

@@ -153,6 +153,54 @@ func TestExecuteReplacePlanChanged(t *testing.T) {
 	c.Check(r.k.Calls(), qt.HasLen, 0)
 }
 
+// TestExecuteReplacePlanDiffers: the executor's final plan succeeds but
+// is not the plan shown (the candidate grew: it is another disk, or the
+// same path now names another one): refused, nothing called, the
+// candidate byte-identical. The refusals above come from the final plan
+// refusing; this one only from comparing the two.
+func TestExecuteReplacePlanDiffers(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	p, err := r.m.PlanReplace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.IsNil)
+	c.Assert(os.Truncate(path, 128<<20), qt.IsNil)
+	before := readImage(c, path)
+	_, err = r.m.ExecuteReplace(context.Background(), p)
+	c.Check(err, qt.ErrorIs, ErrPlanChanged)
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorMatches, `.*the candidate disk changed.*`)
+	r.checkNothingWritten(c, path, before)
+}
+
+// TestPlanDiff: each difference that matters between the plan shown and
+// the executor's final plan is named; the same plan gives "".
+func TestPlanDiff(t *testing.T) {
+	base := Plan{Slot: 1, DevNumber: 2, UUID: "u", RaidDisks: 2, candDev: sysfs.DevNum{Major: 254, Minor: 0},
+		Remove: &PlanMember{Device: "vdb"}, Candidate: &Candidate{SizeBytes: 1 << 20}}
+	for _, tt := range []struct {
+		name   string
+		change func(q *Plan)
+		want   string
+	}{
+		{"same", func(*Plan) {}, ""},
+		{"slot", func(q *Plan) { q.Slot = 0 }, "slot 1 is now 0"},
+		{"candidate device", func(q *Plan) { q.candDev = sysfs.DevNum{Major: 8, Minor: 0} }, "the candidate disk changed"},
+		{"candidate size", func(q *Plan) { c := *q.Candidate; c.SizeBytes++; q.Candidate = &c }, "the candidate disk changed"},
+		{"dev_number", func(q *Plan) { q.DevNumber = 3 }, "dev_number 2 is now 3"},
+		{"array uuid", func(q *Plan) { q.UUID = "v" }, "the array changed"},
+		{"raid disks", func(q *Plan) { q.RaidDisks = 3 }, "the array changed"},
+		{"no removal", func(q *Plan) { q.Remove = nil }, "the member to remove changed"},
+		{"another removal", func(q *Plan) { q.Remove = &PlanMember{Device: "vda"} }, "the member to remove changed"},
+		{"resume stage", func(q *Plan) { q.Resume = ResumePinned }, `resume stage "" is now "` + string(ResumePinned) + `"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, q := base, base
+			tt.change(&q)
+			qt.Check(t, planDiff(&p, &q), qt.Equals, tt.want)
+		})
+	}
+}
+
 // TestExecuteReplaceAddFails: ADD_NEW_DISK fails; the error says what the
 // disk now carries, and the same replace run again resumes with the
 // superblock it wrote. EBUSY (someone holds the disk exclusively, which

@@ -151,7 +151,9 @@ func TestDecideHeal(t *testing.T) {
 	}
 }
 
-// fakeFiller records what heal asks of the replace machinery.
+// fakeFiller records what heal asks of the replace machinery: array,
+// slot, disk, member and the port the disk must be in (ByPath, which the
+// planner and the executor's final plan check again).
 type fakeFiller struct {
 	refuse  error // returned by planFill
 	failing error // returned by executeFill
@@ -161,7 +163,7 @@ type fakeFiller struct {
 }
 
 func (f *fakeFiller) planFill(_ context.Context, req ReplaceRequest) (*Plan, error) {
-	f.planned = append(f.planned, fmt.Sprintf("%s/%d/%s/%s", req.Array, *req.Slot, req.With, req.Member))
+	f.planned = append(f.planned, fmt.Sprintf("%s/%d/%s/%s@%s", req.Array, *req.Slot, req.With, req.Member, req.ByPath))
 	if f.refuse != nil {
 		return nil, f.refuse
 	}
@@ -236,7 +238,9 @@ func TestHealPass(t *testing.T) {
 				c.Assert(d.Err, qt.ErrorIs, tt.err)
 			}
 			if tt.planned {
-				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.devRoot + "/vdc/"})
+				// The port is part of the request: without it, replace
+				// would take a disk that moved to another port meanwhile.
+				c.Assert(f.planned, qt.DeepEquals, []string{"md0/1/" + m.devRoot + "/vdc/@pci-0000:00:11.0"})
 			} else {
 				c.Assert(f.planned, qt.HasLen, 0)
 			}

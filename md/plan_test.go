@@ -176,6 +176,12 @@ func TestPlanReplace(t *testing.T) {
 		{name: "hot without member", fixture: "raid1-v1.2", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
 		{name: "hot of a faulty member", fixture: "raid1-failed", member: "vdb", req: ReplaceRequest{Hot: true}, want: errMemberInvalid},
 		{name: "hot with another slot named", fixture: "raid1-v1.2", member: "vdb", req: ReplaceRequest{Hot: true, Slot: slotp(0)}, want: errSlotInvalid},
+		// A plain replace of X in slot Y where X holds another slot: the
+		// plan would remove X and rebuild into Y, leaving X's slot empty.
+		{name: "member with another faulty slot named", fixture: "raid6", edit: []func(*snapshot){failInSlot("vdc"), failInSlot("vdd")},
+			member: "vdc", req: ReplaceRequest{Slot: slotp(3)}, want: errSlotInvalid},
+		{name: "member with its own slot named", fixture: "raid6", edit: []func(*snapshot){failInSlot("vdc"), failInSlot("vdd")},
+			member: "vdc", req: ReplaceRequest{Slot: slotp(2)}, slot: 2, remove: "vdc", steps: stepsRemove},
 
 		// Refusals about the candidate.
 		{name: "not a block device", fixture: "raid1-failed", cand: func(c *Candidate) { c.Image = false }, want: errNotBlockDevice},

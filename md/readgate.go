@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,9 @@ type readGate struct {
 	timeout time.Duration
 	mu      sync.Mutex
 	pending map[string]*pendingRead
+	// expired counts the waits that ended at the deadline: each cost a
+	// caller the whole timeout (tests count them instead of timing).
+	expired atomic.Int64
 }
 
 type pendingRead struct {
@@ -64,6 +68,7 @@ func (g *readGate) do(key string, read func() (any, error)) (any, error) {
 	case <-p.done:
 		return p.val, p.err
 	case <-t.C:
+		g.expired.Add(1)
 		return nil, fmt.Errorf("%w: %s: no answer to a read started %v ago", errNoAnswer, key, time.Since(p.start).Round(time.Millisecond))
 	}
 }

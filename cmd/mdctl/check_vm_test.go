@@ -638,3 +638,63 @@ func TestVMCheckTimeBoxResumes(t *testing.T) {
 	c.Check(bytes.Contains(b, []byte(`"format"`)), qt.IsTrue, qt.Commentf("not a record file:\n%s", b))
 	guest.Mdadm(c, "--stop", dev)
 }
+
+// TestVMCheckFrozenBeforeFirstCheckpoint: a check throttled to 50 KiB/s
+// (its first checkpoint, a sixteenth of 8 MiB, is seconds away) is frozen
+// by someone else while mdctl check --wait follows it, before that
+// checkpoint. The kernel interrupts the pass and leaves sync_min at 0 (6.1,
+// 6.12: as after a finished pass) or 3 (7.2); mdctl reports it stopped,
+// not finished, with its cursor kept at the start.
+func TestVMCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
+	c := qt.New(t)
+	disks := guest.ScratchDisks(t, 2)
+	const dev = "/dev/md64"
+	name := vmCreate(c, dev, disks, "--level=1", "--metadata=1.2", "--raid-devices=2", fmt.Sprintf("--size=%d", vmCheckSizeKiB))
+	uuid := vmArrayUUID(c, t, name)
+	store := filepath.Join(t.TempDir(), "checks.json")
+	guest.WriteAttr(c, name, "sync_speed_max", "50")
+
+	done := make(chan struct{})
+	type result struct {
+		code int
+		res  *vmCheckResult
+		out  string
+	}
+	got := make(chan result, 1)
+	go func() {
+		defer close(done)
+		code, res, out := vmCheckRaw("--wait", "--store", store, name)
+		got <- result{code, res, out}
+	}()
+	vmWaitRunning(c, name, done, time.Minute)
+	pos := guest.ReadAttr(c, name, "sync_completed")
+	guest.WriteAttr(c, name, "sync_action", "frozen")
+	t.Logf("froze at sync_completed %q", pos)
+	c.Assert(strings.HasPrefix(pos, "0 / "), qt.IsTrue, qt.Commentf("past the first checkpoint already: %q", pos))
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(time.Minute):
+		c.Fatalf("mdctl check --wait still running a minute after the freeze:\n%s", guest.MDStat(c))
+	}
+	t.Log(r.out)
+	// Where the kernel left sync_min: 0 on 6.1 and 6.12, as after a
+	// finished pass; 3 on 7.2 (curr_resync_completed still held
+	// MD_RESYNC_ACTIVE). Either way below the first 4 KiB.
+	min := vmAttrUint(c, name, "sync_min")
+	t.Logf("sync_min after the freeze: %d", min)
+	c.Check(min < 8, qt.IsTrue, qt.Commentf("sync_min %d: past the first checkpoint", min))
+	c.Check(r.code, qt.Equals, 0, qt.Commentf("%s", r.out))
+	if c.Check(r.res, qt.Not(qt.IsNil), qt.Commentf("%s", r.out)) {
+		c.Check(r.res.Result, qt.Equals, "stopped")
+		c.Check(r.res.Finished, qt.IsFalse)
+	}
+	e := vmStoreCheck(c, store, uuid)
+	if c.Check(e, qt.Not(qt.IsNil), qt.Commentf("no %q entry for %s", vmStoreChecks, uuid)) {
+		c.Check(e["action"], qt.Equals, "check", qt.Commentf("no unfinished pass recorded: %v", e))
+		c.Check(vmStoreUint(c, e, vmStoreCursor), qt.Equals, uint64(0))
+		c.Check(e[vmStoreLastFinished], qt.IsNil, qt.Commentf("a finished pass recorded: %v", e))
+	}
+	guest.WriteAttr(c, name, "sync_action", "idle")
+	guest.Mdadm(c, "--stop", dev)
+}

@@ -47,7 +47,7 @@ func orderDevices(t *testing.T) []string {
 		targets = append(targets, superblocktest.WriteFile(t, img, filepath.Join(dir, fmt.Sprintf("img%d", len(targets)))))
 	}
 	if n1 == 0 || n090 == 0 {
-		t.Skip("no 1.x and 0.90 fixtures")
+		superblocktest.Missing(t, "no 1.x and 0.90 fixtures")
 	}
 	// A damaged copy: one byte of the first image's superblock flipped.
 	first := examine.InspectPath(targets[0])

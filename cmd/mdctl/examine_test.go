@@ -99,7 +99,7 @@ func TestExamineMatchesMdadm(t *testing.T) {
 		})
 	}
 	if n == 0 {
-		t.Skip("no fixtures with captured mdadm --examine output")
+		superblocktest.Missing(t, "no fixtures with captured mdadm --examine output")
 	}
 }
 

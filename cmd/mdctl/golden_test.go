@@ -323,6 +323,13 @@ func treeBytes(t *testing.T, dir string) map[string]string {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
+		// A write-only attribute (mode 0200, bitmap_set_bits) is read
+		// by root alone: make it readable for its owner first.
+		if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o400 == 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()|0o400); err != nil {
+				return err
+			}
+		}
 		b, err := os.ReadFile(p)
 		out[p] = string(b)
 		return err

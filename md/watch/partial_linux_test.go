@@ -61,6 +61,13 @@ func copyTree(src, dst string) error {
 		case d.IsDir():
 			return os.MkdirAll(to, 0o755)
 		}
+		// A write-only attribute (mode 0200, bitmap_set_bits) is read
+		// by root alone: make it readable for its owner first.
+		if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o400 == 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()|0o400); err != nil {
+				return err
+			}
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err

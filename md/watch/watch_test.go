@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,53 @@ func next(t testing.TB, ch <-chan Event) Event {
 	return Event{}
 }
 
+// scanCounter counts the watcher's snapshots (Options.Snapshot), so that
+// a test can wait for rescans to have happened, observably, before it
+// asserts that they sent nothing: a wait of so many milliseconds passes
+// without a rescan on a loaded host, and proves nothing then.
+type scanCounter struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced at each snapshot
+}
+
+func newScanCounter() *scanCounter { return &scanCounter{changed: make(chan struct{})} }
+
+// snapshot is the Options.Snapshot hook.
+func (s *scanCounter) snapshot(*md.Report, error) {
+	s.mu.Lock()
+	s.n++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// fullRescans waits until n whole scans that began after the call have
+// finished. A scan takes at most three snapshots and sends its events
+// before the next scan's first snapshot, so once 3n+1 snapshots were
+// taken after the call, the first n scans that began after it have sent
+// all they would send.
+func (s *scanCounter) fullRescans(t testing.TB, n int) {
+	t.Helper()
+	s.mu.Lock()
+	target := s.n + 3*n + 1
+	s.mu.Unlock()
+	deadline := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got, ch := s.n, s.changed
+		s.mu.Unlock()
+		if got >= target {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%d of %d snapshots within 10s", got, target)
+		}
+	}
+}
+
 // TestWatchFixture watches a captured system. A sysfs tree in a test
 // directory cannot notify (only kernfs can), so this exercises the rescan
 // path, records, the events and the clean stop; the VM tests exercise
@@ -53,12 +101,14 @@ func TestWatchFixture(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var st store.Memory
+	scans := newScanCounter()
 	ch, err := Start(ctx, m, &Options{
-		Rescan: 20 * time.Millisecond,
-		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
-		Store:  &st,
-		Heal:   true,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Rescan:   20 * time.Millisecond,
+		Mdstat:   filepath.Join(t.TempDir(), "no-mdstat"),
+		Store:    &st,
+		Heal:     true,
+		Logger:   slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Snapshot: scans.snapshot,
 	})
 	c.Assert(err, qt.IsNil)
 
@@ -93,11 +143,13 @@ func TestWatchFixture(t *testing.T) {
 	c.Assert(e.ByPath, qt.Equals, "pci-0000:00:11.0")
 	c.Assert(e.Reason, qt.Matches, "md: refusing to replace in md127: .*")
 
-	// Nothing is repeated on later rescans; the record stays.
+	// Nothing is repeated on later rescans (two whole ones, seen to
+	// have happened); the record stays.
+	scans.fullRescans(t, 2)
 	select {
 	case e := <-ch:
 		c.Fatalf("unexpected event %v", e)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	rs2, err := st.Load(ctx)
 	c.Assert(err, qt.IsNil)
@@ -180,6 +232,7 @@ func TestWatchReady(t *testing.T) {
 	var st store.Memory
 	var calls atomic.Int32
 	ready := make(chan struct{})
+	scans := newScanCounter()
 	ch, err := Start(ctx, m, &Options{
 		Rescan: 10 * time.Millisecond,
 		Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),
@@ -189,6 +242,7 @@ func TestWatchReady(t *testing.T) {
 				close(ready)
 			}
 		},
+		Snapshot: scans.snapshot,
 	})
 	c.Assert(err, qt.IsNil)
 	<-ready
@@ -199,12 +253,7 @@ func TestWatchReady(t *testing.T) {
 	default:
 		c.Fatal("Ready was called before the first snapshot's events were sent")
 	}
-	for range 5 { // several rescans
-		select {
-		case <-ch:
-		case <-time.After(30 * time.Millisecond):
-		}
-	}
+	scans.fullRescans(t, 3) // several rescans, seen to have happened
 	c.Check(calls.Load(), qt.Equals, int32(1))
 	cancel()
 	for range ch {

@@ -1,19 +1,20 @@
 // Package superblocktest finds real md member images for tests of the
-// superblock codec and its users. Nothing here is copied into the
-// repository: the images are read from beside the module.
+// superblock codec and its users. Every image is part of the repository.
 //
 // # Sources
 //
 //   - util-linux's blkid test images (mdraid.img.xz, a 0.90 raid1 member,
 //     and mdraid-1.img.xz, a 1.2 raid0 member) in
-//     <module root>/../shared/testvectors/util-linux/, decompressed with
-//     the xz command, with the values blkid reports for them.
+//     <module root>/testdata/util-linux/ (see its README.md for origin and
+//     licence), decompressed with the xz command, with the values blkid
+//     reports for them.
 //   - real-kernel captures, every member (<dev>.regions.gz) of every case
 //     under <module root>/testdata/fixtures/, read with internal/fixture,
 //     with the mdadm --examine output captured beside it.
 //
-// The util-linux images are optional: Images returns what it finds, and
-// tests skip when it is nothing. The captures are part of the module.
+// Without the xz command the util-linux images are left out, and a test
+// asking for one by name skips; under CI=true both fail the test instead,
+// so that CI never passes by skipping.
 package superblocktest
 
 import (
@@ -69,19 +70,29 @@ func ByName(tb testing.TB, name string) Image {
 			return img
 		}
 	}
-	tb.Skipf("test image %s not available", name)
+	Missing(tb, "test image %s not available", name)
 	return Image{}
+}
+
+// Missing skips the test for want of an input it needs, or fails it under
+// CI=true, where every input of the suite must be there.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("CI=true, so not skipped: "+format, args...)
+	}
+	tb.Skipf(format, args...)
 }
 
 func utilLinuxImages(tb testing.TB) []Image {
 	tb.Helper()
-	dir := filepath.Join(filepath.Dir(fixture.Root(tb)), "shared", "testvectors", "util-linux")
-	if _, err := os.Stat(dir); err != nil {
-		return nil
-	}
+	dir := filepath.Join(fixture.Root(tb), "testdata", "util-linux")
 	xz, err := exec.LookPath("xz")
 	if err != nil {
-		tb.Logf("xz not installed: skipping util-linux images")
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("xz not installed, which the util-linux images in %s need (CI=true: not skipped)", dir)
+		}
+		tb.Logf("xz not installed: leaving out the util-linux images")
 		return nil
 	}
 	var out []Image

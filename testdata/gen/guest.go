@@ -401,6 +401,29 @@ var cases = func() []genCase {
 				}
 			},
 		},
+		genCase{
+			name:  "raid1-readonly",
+			desc:  "clean 2-disk RAID1 (1.2) switched read-only with mdadm --readonly: array_state readonly",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("mdadm --readonly /dev/md0")
+				g.expectAttr("md0", "array_state", "readonly")
+			},
+		},
+		genCase{
+			name: "raid1-read-auto",
+			desc: "clean 2-disk RAID1 (1.2) put in read-auto by writing read-auto to array_state (the state md_mod.start_ro=1 " +
+				"starts arrays in; the first write makes it active)",
+			array: "/dev/md0", sync: "resync", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.waitSync("/dev/md0")
+				g.sh("echo read-auto > /sys/block/md0/md/array_state")
+				g.expectAttr("md0", "array_state", "read-auto")
+			},
+		},
 	)
 	return cs
 }()

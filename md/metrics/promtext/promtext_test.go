@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/craft"
 	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/internal/mdadmtext"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics"
 	"github.com/go-mdraid/mdraid/md/metrics/promtext"
@@ -370,4 +373,118 @@ func TestHandlerBeforeTheFirstSnapshot(t *testing.T) {
 	c.Check(w.Code, qt.Equals, http.StatusOK)
 	c.Check(w.Body.String(), qt.Contains, "mdraid_scrape_error 0\n")
 	c.Check(w.Body.String(), qt.Contains, `node_md_state{device="md0",state="active"} 1`)
+}
+
+// TestValuesFromTheKernel checks the values of the node_md_* series and
+// of mdraid_array_availability, for every real capture, against what the
+// kernel and mdadm said on that system: mdadm --detail's device counts
+// and "Raid Devices", sysfs degraded, /proc/mdstat's size in blocks and
+// its read-only marks. TestSameAsClient proves the encoding only: both of
+// its sides are built from the same values.
+func TestValuesFromTheKernel(t *testing.T) {
+	for _, fc := range fixture.All(t) {
+		t.Run(filepath.Base(fc.Dir), func(t *testing.T) {
+			c := qt.New(t)
+			sys, dev := fc.System(t)
+			m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+			c.Assert(err, qt.IsNil)
+			got := write(t, fixed{r: discover(t, m)})
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			mfs, err := parser.TextToMetricFamilies(strings.NewReader(got))
+			c.Assert(err, qt.IsNil)
+			value := func(name string, labels ...string) (float64, bool) {
+				mf := mfs[name]
+				if mf == nil {
+					return 0, false
+				}
+			next:
+				for _, mt := range mf.GetMetric() {
+					have := map[string]string{}
+					for _, l := range mt.GetLabel() {
+						have[l.GetName()] = l.GetValue()
+					}
+					for i := 0; i+1 < len(labels); i += 2 {
+						if have[labels[i]] != labels[i+1] {
+							continue next
+						}
+					}
+					return mt.GetGauge().GetValue(), true
+				}
+				return 0, false
+			}
+			array := fc.Info.Array
+			check := func(want float64, name string, labels ...string) {
+				t.Helper()
+				v, ok := value(name, append([]string{"device", array}, labels...)...)
+				if c.Check(ok, qt.IsTrue, qt.Commentf("no %s%q for %s", name, labels, array)) {
+					c.Check(v, qt.Equals, want, qt.Commentf("%s%q", name, labels))
+				}
+			}
+			d := mdadmtext.ParseDetail(fc.Texts["detail.txt"])
+			mdstat := mdstatLine(fc.Texts["mdstat.txt"], array)
+			health := d.Health()
+			if health == "online" && (strings.Contains(mdstat, "(read-only)") || strings.Contains(mdstat, "(auto-read-only)")) {
+				health = string(md.ReadOnly)
+			}
+			for _, v := range []md.Availability{md.Online, md.Degraded, md.Failed, md.Inactive, md.ReadOnly} {
+				want := 0.0
+				if string(v) == health {
+					want = 1
+				}
+				check(want, "mdraid_array_availability", "availability", string(v))
+			}
+			if health == "inactive" {
+				check(1, "node_md_state", "state", "inactive")
+				return
+			}
+			for state, field := range map[string]string{"active": "Active Devices", "failed": "Failed Devices", "spare": "Spare Devices"} {
+				check(atof(t, d.Fields[field]), "node_md_disks", "state", state)
+			}
+			check(atof(t, d.Fields["Raid Devices"]), "node_md_disks_required")
+			check(atof(t, d.Fields["Raid Devices"]), "node_md_raid_disks")
+			// raid0 and linear have no degraded attribute: 0.
+			degraded := "0"
+			if b, err := os.ReadFile(filepath.Join(sys, "block", array, "md", "degraded")); err == nil {
+				degraded = strings.TrimSpace(string(b))
+			} else {
+				c.Assert(errors.Is(err, fs.ErrNotExist), qt.IsTrue, qt.Commentf("%v", err))
+			}
+			check(atof(t, degraded), "node_md_degraded")
+			// "md0 : active raid1 vdb[1] vda[0]" is followed by
+			// "      64512 blocks super 1.2 [2/2] [UU]".
+			blocks, _, ok := strings.Cut(strings.TrimSpace(mdstatNext(fc.Texts["mdstat.txt"], array)), " blocks")
+			c.Assert(ok, qt.IsTrue, qt.Commentf("mdstat: %s", fc.Texts["mdstat.txt"]))
+			check(atof(t, blocks), "node_md_blocks")
+		})
+	}
+}
+
+// mdstatLine is /proc/mdstat's line of array dev, after "dev : ".
+func mdstatLine(mdstat, dev string) string {
+	for _, line := range strings.Split(mdstat, "\n") {
+		if rest, ok := strings.CutPrefix(line, dev+" : "); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+// mdstatNext is the line after array dev's line in /proc/mdstat.
+func mdstatNext(mdstat, dev string) string {
+	lines := strings.Split(mdstat, "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, dev+" : ") && i+1 < len(lines) {
+			return lines[i+1]
+		}
+	}
+	return ""
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return v
 }
