@@ -106,7 +106,7 @@ func realSuperblocks(t *testing.T) []realSuperblock {
 	t.Helper()
 	imgs := superblocktest.Images(t)
 	if len(imgs) == 0 {
-		superblocktest.Missing(t, "no real md images available (testdata/util-linux or testdata/fixtures)")
+		superblocktest.Missing(t, "no real md images available (../shared/testvectors/util-linux or testdata/fixtures)")
 	}
 	var out []realSuperblock
 	for _, img := range imgs {

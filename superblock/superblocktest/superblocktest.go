@@ -1,20 +1,21 @@
 // Package superblocktest finds real md member images for tests of the
-// superblock codec and its users. Every image is part of the repository.
+// superblock codec and its users.
 //
 // # Sources
 //
 //   - util-linux's blkid test images (mdraid.img.xz, a 0.90 raid1 member,
 //     and mdraid-1.img.xz, a 1.2 raid0 member) in
-//     <module root>/testdata/util-linux/ (see its README.md for origin and
-//     licence), decompressed with the xz command, with the values blkid
-//     reports for them.
+//     <module root>/../shared/testvectors/util-linux/ (the shared test
+//     vectors beside the clone, which CI always has; their README says
+//     the project does not copy them), decompressed with the xz command,
+//     with the values blkid reports for them.
 //   - real-kernel captures, every member (<dev>.regions.gz) of every case
 //     under <module root>/testdata/fixtures/, read with internal/fixture,
 //     with the mdadm --examine output captured beside it.
 //
-// Without the xz command the util-linux images are left out, and a test
-// asking for one by name skips; under CI=true both fail the test instead,
-// so that CI never passes by skipping.
+// Without the shared test vectors or the xz command the util-linux images
+// are left out, and a test asking for one by name skips; under CI=true
+// both fail the test instead, so that CI never passes by skipping.
 package superblocktest
 
 import (
@@ -86,7 +87,14 @@ func Missing(tb testing.TB, format string, args ...any) {
 
 func utilLinuxImages(tb testing.TB) []Image {
 	tb.Helper()
-	dir := filepath.Join(fixture.Root(tb), "testdata", "util-linux")
+	dir := filepath.Join(filepath.Dir(fixture.Root(tb)), "shared", "testvectors", "util-linux")
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("the shared test vectors are missing (CI=true: not skipped): %v", err)
+		}
+		tb.Logf("no shared test vectors beside the clone: leaving out the util-linux images")
+		return nil
+	}
 	xz, err := exec.LookPath("xz")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
