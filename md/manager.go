@@ -20,7 +20,8 @@ type Config struct {
 	SysRoot string
 	// DevRoot is the device directory; default "/dev". Member devices are
 	// opened below it by kernel name ("vdb", "cciss/c0d0") to read their
-	// superblocks.
+	// superblocks. A SysRoot other than "/sys" (a capture) needs one:
+	// Open refuses to read the host's /dev beside another system's sysfs.
 	DevRoot string
 	// RunDir holds the per-array lock files of replace; default
 	// /run/mdraid. It is created if missing; one not owned by the
@@ -95,12 +96,20 @@ type device interface {
 	Size() (int64, error)
 }
 
+// ErrConfig is matched by the error of Open for a Config that describes
+// no one system.
+var ErrConfig = errors.New("md: invalid Config")
+
 // Open returns a Manager for the system described by cfg (nil for the
-// running system). It fails if the sysfs root is not a directory.
+// running system). It fails if the sysfs root is not a directory, and
+// (ErrConfig) for a SysRoot other than "/sys" without a DevRoot.
 func Open(cfg *Config) (*Manager, error) {
 	var c Config
 	if cfg != nil {
 		c = *cfg
+	}
+	if c.SysRoot != "" && filepath.Clean(c.SysRoot) != sysfs.DefaultRoot && c.DevRoot == "" {
+		return nil, fmt.Errorf("%w: SysRoot %s is not /sys but DevRoot is not set: the host's /dev would be read beside another system's sysfs", ErrConfig, c.SysRoot)
 	}
 	if c.SysRoot == "" {
 		c.SysRoot = sysfs.DefaultRoot
