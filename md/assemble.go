@@ -48,6 +48,9 @@ type IncrementalRequest struct {
 	// AddSpares hot-adds a spare of a running array, as mdadm -I does;
 	// see AssembleRequest.AddSpares.
 	AddSpares bool
+	// spareOfWhole: Assemble saw the device is a spare of an array that
+	// its devices start whole, which it may join once started.
+	spareOfWhole bool
 }
 
 // IncrementalResult is what Incremental did with one device.
@@ -424,7 +427,7 @@ func (m *Manager) incremental(req IncrementalRequest, l mapAccess, t *turn) (*In
 	} else {
 		t.arrayExists()
 		res.Array, res.Path = array, path
-		if err := m.join(res, o, req.Run, req.AddSpares); err != nil {
+		if err := m.join(res, o, req.Run, req.AddSpares || req.spareOfWhole); err != nil {
 			return res, err
 		}
 	}

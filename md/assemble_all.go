@@ -456,7 +456,8 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 		}
 		offers[i] = o
 	}
-	for i, err := range m.sortOut(offers, req.PickDuplicates) {
+	sorted, spareOK := m.sortOut(offers, req.PickDuplicates, req.AddSpares)
+	for i, err := range sorted {
 		if err != nil {
 			outs[i] = outcome{done: true, err: err}
 			offers[i] = nil
@@ -488,7 +489,7 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 					order.resolve(i)
 					continue
 				}
-				r, err := m.incremental(IncrementalRequest{Device: devs[i], AddSpares: req.AddSpares}, ml, &turn{order, i})
+				r, err := m.incremental(IncrementalRequest{Device: devs[i], AddSpares: req.AddSpares, spareOfWhole: spareOK[i]}, ml, &turn{order, i})
 				outs[i] = outcome{done: true, res: r, err: err}
 				var nostart *notStartedError
 				switch {
@@ -511,8 +512,9 @@ func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int
 // no one holds (a running array's members are held: they are its
 // members already), and returns a refusal for each device that is left
 // out or whose array is a conflict (nil for the others).
-func (m *Manager) sortOut(offers []*offered, lax bool) []error {
-	errs := make([]error, len(offers))
+func (m *Manager) sortOut(offers []*offered, lax, addSpares bool) (errs []error, spareOK []bool) {
+	errs = make([]error, len(offers))
+	spareOK = make([]bool, len(offers))
 	byUUID := map[uuid.UUID][]int{}
 	var order []uuid.UUID
 	for i, o := range offers {
@@ -535,17 +537,26 @@ func (m *Manager) sortOut(offers []*offered, lax bool) []error {
 		for j, i := range idx {
 			knames[j], sbs[j] = offers[i].kname, offers[i].sb
 		}
-		for j, v := range sortMembers(knames, sbs, lax) {
+		vs := sortMembers(knames, sbs, lax)
+		degraded := !addSpares && startsDegraded(sbs, vs)
+		for j, v := range vs {
 			o := offers[idx[j]]
 			switch {
+			case v.conflict == "" && v.leftOut == "" && degraded && slotOf(o.sb) < 0:
+				errs[idx[j]] = refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s is a spare of array %s, which would start degraded and rebuild onto it at once (replace or heal add a disk to a slot; --add-spares adds it as mdadm would)", ErrSpareNotAdded, o.kname, mapfile.Groups(u)))
 			case v.conflict != "":
 				errs[idx[j]] = refuse(incrementalOp, "", o.path, fmt.Errorf("%w: array %s: %s (nothing of it is assembled; remove the device that does not belong, or assemble with --pick-duplicates as mdadm would)", ErrConflict, mapfile.Groups(u), escape.Text(v.conflict)))
 			case v.leftOut != "":
 				errs[idx[j]] = refuse(incrementalOp, "", o.path, fmt.Errorf("%w: %s: %s", ErrLeftOut, o.kname, escape.Text(v.leftOut)))
+			case v.conflict == "" && !degraded && slotOf(o.sb) < 0:
+				// A spare of an array that starts whole from these
+				// devices: it may join after the start, as a hot spare
+				// (a degraded array is not rebuilt onto it at once).
+				spareOK[idx[j]] = true
 			}
 		}
 	}
-	return errs
+	return errs, spareOK
 }
 
 // held reports whether anyone holds the device kname (an unreadable

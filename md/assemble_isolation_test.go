@@ -334,3 +334,51 @@ func TestAssembleOnlyTheNamedArrays(t *testing.T) {
 	c.Check(got, qt.DeepEquals, []string{"vde /dev/md/a2", "vdf /dev/md/a2", "vdo /dev/md/a7", "vdp /dev/md/a7"})
 	c.Check(res.NotFound, qt.DeepEquals, []string{"nosuch"})
 }
+
+// TestAssembleHoldsBackASpareOfADegradedArray: vdi is made a spare of a0
+// (vda, vdb). With both members, a0 starts whole and the spare joins it
+// as a hot spare, as under mdadm, although a0 runs by then; with vdb
+// missing, a0 would start degraded and
+// the kernel would rebuild onto the spare at once, so it is refused
+// (ErrSpareNotAdded) unless AddSpares.
+func TestAssembleHoldsBackASpareOfADegradedArray(t *testing.T) {
+	c := qt.New(t)
+	spare := func(rig *assembleRig) {
+		a0, err := rig.m.probe("vda")
+		c.Assert(err, qt.IsNil)
+		rewriteImage(t, rig.m, "vdi", func(sb *superblock.Superblock, bm *superblock.Bitmap) {
+			if bm != nil {
+				bm.UUID = a0.SetUUID
+			}
+			sb.SetUUID, sb.CTime, sb.Size, sb.Events = a0.SetUUID, a0.CTime, a0.Size, a0.Events
+			c.Assert(sb.SetFullName(a0.FullName()), qt.IsNil)
+			sb.DevNumber = 2
+			sb.DevRoles = slices.Clone(a0.DevRoles)
+			sb.DevRoles[2] = superblock.RoleSpare
+		})
+		rig.m.forgetProbes()
+	}
+	for _, tt := range []struct {
+		name string
+		devs []string
+		req  AssembleRequest
+		want string
+	}{
+		{"whole", []string{"vda", "vdb", "vdi"}, AssembleRequest{}, "added /dev/md/a0 already"},
+		{"degraded", []string{"vda", "vdi"}, AssembleRequest{}, "skipped: .*not hot-adding a spare to a running array: vdi is a spare of array 5e4efc8f:be332a6b:d306232d:63da314e, which would start degraded.*"},
+		{"degraded, mdadm's way", []string{"vda", "vdi"}, AssembleRequest{AddSpares: true}, "added /dev/md/a0 unsafe"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := qt.New(t)
+			rig := newAssembleRig(t, nil)
+			spare(rig)
+			req := tt.req
+			for _, k := range tt.devs {
+				req.Devices = append(req.Devices, rig.nodes[k])
+			}
+			res, err := rig.m.Assemble(context.Background(), req)
+			c.Assert(err, qt.IsNil)
+			c.Check(byDevice(res)["vdi"], qt.Matches, tt.want)
+		})
+	}
+}

@@ -226,7 +226,8 @@ func TestVMAssembleOneDiskCannotStopIt(t *testing.T) {
 
 // TestVMAssembleRefusesAHostileSpare: a disk whose superblock makes it a
 // spare of a degraded running mirror is not hot-added by Incremental nor
-// Assemble (the disk stays byte-identical, no recovery starts); with
+// Assemble, nor attached at boot with the mirror's one member in either
+// order (the disk stays byte-identical, no recovery starts); with
 // AddSpares the kernel takes it and rebuilds onto it at once, which is
 // why it is refused.
 func TestVMAssembleRefusesAHostileSpare(t *testing.T) {
@@ -254,6 +255,21 @@ func TestVMAssembleRefusesAHostileSpare(t *testing.T) {
 	c.Check(guest.ReadAttr(c, md, "degraded"), qt.Equals, "1")
 	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
 	c.Check(hashDisk(c, disks[2].Path) == before, qt.IsTrue, qt.Commentf("the refused spare was written"))
+
+	// At boot, with the mirror degraded since: the spare is offered with
+	// its one member, before and after it, with Run (the last resort).
+	for _, order := range [][]string{{disks[2].Path, disks[0].Path}, {disks[0].Path, disks[2].Path}} {
+		stopForAssembly(c)
+		res, err = m.Assemble(ctx, AssembleRequest{Devices: order, Run: true})
+		c.Assert(err, qt.IsNil)
+		c.Assert(res.Skipped, qt.HasLen, 1, qt.Commentf("%+v", res))
+		c.Check(res.Skipped[0].Reason, qt.ErrorMatches, `.*would start degraded.*`)
+		c.Assert(res.Added, qt.HasLen, 1)
+		md = res.Added[0].Array
+		c.Check(guest.ReadAttr(c, md, "degraded"), qt.Equals, "1")
+		c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
+		c.Check(hashDisk(c, disks[2].Path) == before, qt.IsTrue, qt.Commentf("the refused spare was written"))
+	}
 
 	_, err = m.Incremental(ctx, IncrementalRequest{Device: disks[2].Path, AddSpares: true})
 	c.Assert(err, qt.IsNil)

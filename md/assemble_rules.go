@@ -513,3 +513,32 @@ func sortMembers(knames []string, sbs []*superblock.Superblock, lax bool) []slot
 	}
 	return v
 }
+
+// startsDegraded reports whether the devices offered for one array that
+// is not running (sbs, with sortMembers' verdicts) would start it
+// without a slot that its freshest member expects: the kernel then
+// rebuilds onto a spare attached with them at once.
+func startsDegraded(sbs []*superblock.Superblock, vs []slotVerdict) bool {
+	var best *superblock.Superblock
+	for i, sb := range sbs {
+		if vs[i].leftOut == "" && vs[i].conflict == "" && slotOf(sb) >= 0 && (best == nil || sb.Events > best.Events) {
+			best = sb
+		}
+	}
+	if best == nil {
+		return true // no member names a slot: nothing to serve
+	}
+	expected, _ := workingSlots(best)
+	present := make([]bool, len(expected))
+	for i, sb := range sbs {
+		if s := slotOf(sb); vs[i].leftOut == "" && vs[i].conflict == "" && s >= 0 && s < len(present) && sb.Events+1 >= best.Events {
+			present[s] = true
+		}
+	}
+	for s, want := range expected {
+		if want && !present[s] {
+			return true
+		}
+	}
+	return false
+}

@@ -173,12 +173,15 @@
 //     copy), nothing of that array is assembled (ErrConflict), so one
 //     disk with more events cannot take an array over.
 //     AssembleRequest.PickDuplicates is mdadm's way: the most events win.
-//   - Joining a running array: a device that names a slot of a running
-//     array is out-of-date and waits for Run; a spare (or a device naming
-//     no slot) is not hot-added (ErrSpareNotAdded), because a degraded
-//     array would rebuild onto it at once and the disk would carry away a
-//     copy. Spares join through [Manager.Replace] or [Manager.Heal], where
-//     the slot records and ports decide; AddSpares is mdadm's way.
+//   - Spares: a device that names a slot of a running array is
+//     out-of-date and waits for Run; a spare (or a device naming no slot)
+//     is not hot-added to a running array, nor attached by Assemble to an
+//     array that would start degraded (ErrSpareNotAdded), because the
+//     kernel would rebuild onto it at once and the disk would carry away
+//     a copy. A spare offered with the members of an array they start
+//     whole joins it as a hot spare. Spares join degraded arrays through
+//     [Manager.Replace] or [Manager.Heal], where the slot records and
+//     ports decide; AddSpares is mdadm's way.
 //   - Isolation: one device or one array never stops the others. A
 //     device the kernel refuses, or an array that does not start, is its
 //     array's outcome (AssembleResult.Failed); an array Assemble created
