@@ -84,3 +84,26 @@ func TestVersionOf(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageErrorIsOneLine: a command line that does not parse prints one
+// line on stderr (the error, kong's guess at the flag or mdadm's
+// spelling of the command, where the usage is shown) and nothing on
+// stdout, so that a redirected or piped output is never help text.
+func TestUsageErrorIsOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--format=prometheus", "--sotre", "x"}, `mdctl: error: unknown flag --sotre, did you mean "--store"\? \(mdctl status --help shows the usage\)`},
+		{[]string{"detail", "md0"}, `mdctl: error: unexpected argument detail; did you mean mdctl status\? \(mdctl --help shows the usage\)`},
+		{[]string{"-D", "/dev/md0"}, `mdctl: error: unknown flag -D; did you mean mdctl status\? \(mdctl --help shows the usage\)`},
+		{[]string{"status", "--json", "--nosuch"}, `mdctl: error: unknown flag --nosuch \(mdctl status --help shows the usage\)`},
+		{[]string{"stop"}, `mdctl: error: stop: name the arrays to stop, or give --scan for every array \(mdctl stop --help shows the usage\)`},
+	} {
+		c := qt.New(t)
+		stdout, stderr, code := mdctlExit(t, tt.args...)
+		c.Check(code, qt.Equals, exitUsage, qt.Commentf("%q", tt.args))
+		c.Check(stdout, qt.Equals, "", qt.Commentf("%q", tt.args))
+		c.Check(stderr, qt.Matches, tt.want+"\n", qt.Commentf("%q", tt.args))
+	}
+}

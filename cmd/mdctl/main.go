@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -157,8 +158,11 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 	}
 	ctx, err := parser.Parse(args)
 	if err != nil {
-		parser.FatalIfErrorf(err)
-		return 1 // exit was replaced (tests) and returned
+		// One line on stderr, nothing on stdout: a mistyped flag in
+		// `mdctl status --format=prometheus > f.tmp` or `... --json | jq`
+		// must not fill the file or the pipe with help.
+		fmt.Fprintf(stderr, "mdctl: error: %s\n", escape.Text(usageLine(err, args)))
+		return exitUsage
 	}
 	if err := checkRoots(ctx); err != nil {
 		fmt.Fprintf(stderr, "mdctl: error: %v\n", err)
@@ -211,6 +215,38 @@ func runAt(args []string, stdout, stderr io.Writer, exit func(int), now func() t
 		return 1
 	}
 	return 0
+}
+
+// habits are mdadm's spellings of mdctl's commands, for the hint of a
+// usage error.
+var habits = map[string]string{
+	"detail": "status", "--detail": "status", "-D": "status", "--query": "status", "-Q": "status",
+	"--examine": "examine", "-E": "examine", "--assemble": "assemble", "-A": "assemble",
+	"--incremental": "incremental", "-I": "incremental", "--stop": "stop", "-S": "stop",
+	"--run": "run", "-R": "run", "--monitor": "watch", "--follow": "watch", "-F": "watch",
+	"--fail": "fail", "--remove": "remove", "--replace": "replace", "--add": "replace",
+	"--zero-superblock": "zero-superblock", "--create": "create", "-C": "create",
+}
+
+// usageLine is the one line a usage error prints: kong's error (which
+// names a close flag: "did you mean"), a hint for mdadm's spelling of a
+// command, and where the usage is shown.
+func usageLine(err error, args []string) string {
+	msg := err.Error()
+	help := "mdctl --help"
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		if n := pe.Context.Selected(); n != nil {
+			help = "mdctl " + n.Name + " --help"
+		}
+	}
+	if len(args) > 0 && help == "mdctl --help" {
+		if cmd, ok := habits[args[0]]; ok {
+			msg, _, _ = strings.Cut(msg, ", did you mean") // kong's guess among flags
+			msg += fmt.Sprintf("; did you mean mdctl %s?", cmd)
+		}
+	}
+	return msg + " (" + help + " shows the usage)"
 }
 
 // checkRoots refuses --sysfs without --dev (a usage error): a capture's

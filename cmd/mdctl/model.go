@@ -126,7 +126,6 @@ func newRoot(g *Globals, options ...kong.Option) (*kong.Kong, error) {
 	opts := append([]kong.Option{
 		kong.Name("mdctl"),
 		kong.Description("Inspect and manage Linux MD software RAID."),
-		kong.UsageOnError(),
 	}, options...)
 	return kong.New(g, opts...)
 }
