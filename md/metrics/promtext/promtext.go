@@ -103,7 +103,7 @@ func newSchema() *schema {
 		disksRequired: gauge("node_md_disks_required",
 			"Total number of disks of device.", "device"),
 		raidDisks: gauge("node_md_raid_disks",
-			"Number of raid disks on disk.", "device"),
+			"Number of raid disks on device.", "device"),
 		degraded: gauge("node_md_degraded",
 			"Number of degraded disks on device.", "device"),
 		blocks: gauge("node_md_blocks",

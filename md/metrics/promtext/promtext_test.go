@@ -488,3 +488,28 @@ func atof(t *testing.T, s string) float64 {
 	}
 	return v
 }
+
+// TestNodeExporterFamilies: every node_md_* family is node_exporter's,
+// byte for byte in name, HELP, TYPE and label names (collector/
+// mdadm_linux.go, node_exporter 1.9), so that a registry that collects
+// both does not refuse one family with two HELP strings.
+func TestNodeExporterFamilies(t *testing.T) {
+	c := qt.New(t)
+	want := map[string]string{
+		"node_md_state":          "Indicates the state of md-device.|device,state",
+		"node_md_disks":          "Number of active/failed/spare disks of device.|device,state",
+		"node_md_disks_required": "Total number of disks of device.|device",
+		"node_md_raid_disks":     "Number of raid disks on device.|device",
+		"node_md_degraded":       "Number of degraded disks on device.|device",
+		"node_md_blocks":         "Total number of blocks on device.|device",
+		"node_md_blocks_synced":  "Number of blocks synced on device.|device",
+	}
+	got := map[string]string{}
+	for _, f := range promtext.Families() {
+		if strings.HasPrefix(f.Name, "node_md_") {
+			c.Check(f.Type, qt.Equals, promtext.Gauge, qt.Commentf(f.Name))
+			got[f.Name] = f.Help + "|" + strings.Join(f.Labels, ",")
+		}
+	}
+	c.Check(got, qt.DeepEquals, want)
+}
