@@ -18,7 +18,9 @@ type Report struct {
 	Time time.Time `json:"time"`
 	// Arrays are sorted by device name.
 	Arrays []Array `json:"arrays"`
-	// Error is set when the list of arrays itself could not be read.
+	// Error is set when the list of arrays itself could not be read, or
+	// (mdctl status NAME...) when a named array was not found (one line
+	// per name; the arrays that were found are in Arrays).
 	Error string `json:"error,omitempty"`
 }
 

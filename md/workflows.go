@@ -15,28 +15,36 @@ import (
 )
 
 // DiscoverNames reports the named arrays, in the order given (a name
-// given twice is reported twice), each named as in the package documentation ("Naming arrays"). With
-// no names it is Discover. It fails, reporting nothing, on the first name
-// that matches no array (ErrNoArray) or several (ErrAmbiguous), when
-// the list of arrays cannot be read, or when ctx is done; a problem with
-// one array's state is in that entry's Errors, as for Discover.
+// given twice is reported twice), each named as in the package
+// documentation ("Naming arrays"). With no names it is Discover. A name
+// that matches no array (ErrNoArray) or several (ErrAmbiguous) is left
+// out of the report and its error returned beside it (errors.Join of
+// one per such name, in order), as mdadm --detail reports the arrays it
+// found and names the others. It fails, reporting nothing, when the list
+// of arrays cannot be read or ctx is done; a problem with one array's
+// state is in that entry's Errors, as for Discover.
 func (m *Manager) DiscoverNames(ctx context.Context, names ...string) (*Report, error) {
 	if len(names) == 0 {
 		return m.Discover(ctx)
 	}
 	r := &Report{Version: SchemaVersion, Time: m.now().UTC(), Arrays: []Array{}}
 	fsys := m.fs.WithCache() // one pass, as Discover
+	var missing []error
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		kname, err := m.resolve(name)
+		if errors.Is(err, ErrNoArray) || errors.Is(err, ErrAmbiguous) {
+			missing = append(missing, err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		r.Arrays = append(r.Arrays, m.status(fsys, kname))
 	}
-	return r, nil
+	return r, errors.Join(missing...)
 }
 
 // Readable reports whether everything the report says about the array

@@ -25,8 +25,13 @@ func TestDiscoverNames(t *testing.T) {
 	c.Assert(r.Arrays[0].Device, qt.Equals, "md127")
 	c.Assert(r.Arrays[1], qt.DeepEquals, r.Arrays[0])
 
-	_, err = m.DiscoverNames(c.Context(), "boot", "nope")
+	// A name that matches nothing is left out, its error beside the
+	// others' report.
+	r, err = m.DiscoverNames(c.Context(), "nope", "boot", "nope2")
 	c.Assert(err, qt.ErrorIs, ErrNoArray)
+	c.Check(err, qt.ErrorMatches, "md: no such array: nope\nmd: no such array: nope2")
+	c.Assert(r.Arrays, qt.HasLen, 1)
+	c.Check(r.Arrays[0].Device, qt.Equals, "md127")
 }
 
 func TestArrayReadable(t *testing.T) {

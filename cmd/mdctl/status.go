@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/alecthomas/kong"
@@ -54,9 +55,16 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 		format = "json"
 	}
 	var r *md.Report
+	var missing []error // names that match no array, or several
 	m, err := open()
 	if err == nil {
 		r, err = m.DiscoverNames(ctx, c.Arrays...)
+		if err != nil && r != nil && len(r.Arrays) > 0 {
+			// Every array that resolves is shown; each name that does
+			// not gets an error line, as mdadm --detail does.
+			missing, err = lookupErrors(err), nil
+			r.Error = escape.Lines(errors.Join(missing...).Error())
+		}
 	}
 	if err == nil && c.Store != "" {
 		// The health report does not depend on the store: one that
@@ -98,6 +106,17 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 	if err != nil {
 		return err
 	}
+	for _, e := range missing[:max(len(missing)-1, 0)] {
+		fmt.Fprintf(k.Stderr, "mdctl: error: %s\n", escape.Lines(e.Error()))
+	}
+	if len(missing) > 0 && format != "prometheus" {
+		// The worst exit code: an array that cannot be found is
+		// unreadable (4), worse than failed (2) or degraded (1).
+		return &exitError{code: exitUnreadable, msg: missing[len(missing)-1].Error()}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(k.Stderr, "mdctl: warning: %s\n", escape.Lines(missing[len(missing)-1].Error()))
+	}
 	switch {
 	case format == "prometheus":
 		// Printed: the metrics (mdraid_scrape_error among them) say
@@ -116,4 +135,12 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 		return &quietExit{code}
 	}
 	return nil
+}
+
+// lookupErrors splits DiscoverNames' error into one per name.
+func lookupErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

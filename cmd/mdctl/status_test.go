@@ -308,3 +308,23 @@ func TestStatusTextUnrecordedBadBlocks(t *testing.T) {
 	c.Check(out, qt.Contains, "hint: /dev/vda shows faulty beside in_sync or spare")
 	c.Check(out, qt.Not(qt.Contains), "hint: /dev/vdb")
 }
+
+// TestStatusShowsEveryArrayFound: status NAME... shows every array that
+// resolves and one error line for each name that does not, with the
+// worst exit code (4), as mdadm --detail does; JSON carries the arrays
+// found and the error.
+func TestStatusShowsEveryArrayFound(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "raid1-v1.2")
+	code, out, errOut := runCLI(t, append([]string{"status", "nosuch", "md0", "nope"}, flags...)...)
+	c.Check(code, qt.Equals, exitUnreadable)
+	c.Check(out, qt.Contains, "/md0")
+	c.Check(errOut, qt.Equals, "mdctl: error: md: no such array: nosuch\nmdctl: error: md: no such array: nope\n")
+
+	code, out, _ = runCLI(t, append([]string{"status", "--json", "md0", "nosuch"}, flags...)...)
+	c.Check(code, qt.Equals, exitUnreadable)
+	var r md.Report
+	c.Assert(json.Unmarshal([]byte(out), &r), qt.IsNil)
+	c.Check(r.Arrays, qt.HasLen, 1)
+	c.Check(r.Error, qt.Equals, "md: no such array: nosuch")
+}
