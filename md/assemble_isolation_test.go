@@ -359,19 +359,30 @@ func TestAssembleHoldsBackASpareOfADegradedArray(t *testing.T) {
 		rig.m.forgetProbes()
 	}
 	for _, tt := range []struct {
-		name string
-		devs []string
-		req  AssembleRequest
-		want string
+		name     string
+		devs     []string
+		req      AssembleRequest
+		want     string
+		degraded bool // vda's superblock records slot 1 as failed
 	}{
-		{"whole", []string{"vda", "vdb", "vdi"}, AssembleRequest{}, "added /dev/md/a0 already"},
-		{"degraded", []string{"vda", "vdi"}, AssembleRequest{}, "skipped: .*not hot-adding a spare to a running array: vdi is a spare of array 5e4efc8f:be332a6b:d306232d:63da314e, which would start degraded.*"},
-		{"degraded, mdadm's way", []string{"vda", "vdi"}, AssembleRequest{AddSpares: true}, "added /dev/md/a0 unsafe"},
+		{"whole", []string{"vda", "vdb", "vdi"}, AssembleRequest{}, "added /dev/md/a0 already", false},
+		// Degraded since before the shutdown: the freshest superblock
+		// expects one member, but the array still starts with a slot
+		// empty and the kernel rebuilds onto a spare at once.
+		{"degraded since", []string{"vdi", "vda"}, AssembleRequest{}, "skipped: .*vdi is a spare of array 5e4efc8f:be332a6b:d306232d:63da314e, which would start degraded.*", true},
+		{"degraded", []string{"vda", "vdi"}, AssembleRequest{}, "skipped: .*not hot-adding a spare to a running array: vdi is a spare of array 5e4efc8f:be332a6b:d306232d:63da314e, which would start degraded.*", false},
+		{"degraded, mdadm's way", []string{"vda", "vdi"}, AssembleRequest{AddSpares: true}, "added /dev/md/a0 unsafe", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := qt.New(t)
 			rig := newAssembleRig(t, nil)
 			spare(rig)
+			if tt.degraded {
+				rewriteImage(t, rig.m, "vda", func(sb *superblock.Superblock, _ *superblock.Bitmap) {
+					sb.DevRoles[1] = superblock.RoleFaulty
+				})
+				rig.m.forgetProbes()
+			}
 			req := tt.req
 			for _, k := range tt.devs {
 				req.Devices = append(req.Devices, rig.nodes[k])

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -515,9 +516,11 @@ func sortMembers(knames []string, sbs []*superblock.Superblock, lax bool) []slot
 }
 
 // startsDegraded reports whether the devices offered for one array that
-// is not running (sbs, with sortMembers' verdicts) would start it
-// without a slot that its freshest member expects: the kernel then
-// rebuilds onto a spare attached with them at once.
+// is not running (sbs, with sortMembers' verdicts) would start it with a
+// slot empty: the kernel then rebuilds onto a spare attached with them
+// at once. Every slot below raid_disks counts, also one the freshest
+// superblock already records as failed or removed (a mirror degraded
+// since before the shutdown is still degraded).
 func startsDegraded(sbs []*superblock.Superblock, vs []slotVerdict) bool {
 	var best *superblock.Superblock
 	for i, sb := range sbs {
@@ -528,17 +531,12 @@ func startsDegraded(sbs []*superblock.Superblock, vs []slotVerdict) bool {
 	if best == nil {
 		return true // no member names a slot: nothing to serve
 	}
-	expected, _ := workingSlots(best)
-	present := make([]bool, len(expected))
+	n := min(int(best.RaidDisks), int(superblock.RoleMax))
+	present := make([]bool, n)
 	for i, sb := range sbs {
 		if s := slotOf(sb); vs[i].leftOut == "" && vs[i].conflict == "" && s >= 0 && s < len(present) && sb.Events+1 >= best.Events {
 			present[s] = true
 		}
 	}
-	for s, want := range expected {
-		if want && !present[s] {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(present, false)
 }
