@@ -78,10 +78,10 @@ var exitTable = []exitGroup{
 	{[]string{"record"}, []exitRow{
 		{exitOK, "recorded and saved"},
 		{exitFailure, "the system could not be read or the store not saved"},
-		{exitRefused, "refused: the store exists but cannot be trusted (not overwritten), or a named array was not recorded (" + noSuchArray + ", not healthy)"},
+		{exitRefused, "refused: the store exists but cannot be trusted (not overwritten), a named array was not recorded (" + noSuchArray + ", not healthy), or nothing was recorded (no array, or none healthy)"},
 	}},
 	{[]string{"heal"}, []exitRow{
-		{exitOK, "the pass ran and refused nothing (healed, would heal, or nothing to do)"},
+		{exitOK, "the pass ran and refused nothing (healed, would heal, or nothing to do, also when no store has been recorded yet)"},
 		{exitFailure, "the system could not be read"},
 		{exitRefused, "refused: the records are missing or cannot be trusted, " + noSuchArray + ", or a slot was refused (nothing written to it; each line says what was done)"},
 		{exitPartial, "adding a disk failed"},

@@ -33,7 +33,11 @@ func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		DryRun: c.DryRun,
 	})
 	switch {
-	case errors.Is(err, md.ErrRefused), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion), errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, md.ErrRefused):
+		// No store yet: no records, so nothing to heal from.
+		fmt.Fprintf(k.Stderr, "mdctl: no slot records yet in %s: nothing to heal (mdctl record --store %s records the slots of the healthy arrays)\n", escape.Text(c.Store), escape.Text(c.Store))
+		return nil
+	case errors.Is(err, md.ErrRefused), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrVersion):
 		return &exitError{code: exitRefused, msg: err.Error() + " (nothing was done)"}
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}

@@ -61,6 +61,16 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	if skipped > 0 && len(c.Arrays) > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of the named arrays not recorded", skipped)}
 	}
+	if recorded.Len() == 0 && (res.Records == nil || len(res.Records.Arrays) == 0) {
+		// Nothing to heal from: say so, rather than exit 0 with no
+		// store for heal to read. (Records kept from earlier passes
+		// are something.)
+		why := "no md array found"
+		if skipped > 0 {
+			why = fmt.Sprintf("every array (%d) was skipped: only a healthy array's slots are recorded; record it once it is whole again", skipped)
+		}
+		return &exitError{code: exitRefused, msg: "nothing recorded in " + c.Store + ": " + why}
+	}
 	return nil
 }
 

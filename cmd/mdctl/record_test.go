@@ -126,3 +126,16 @@ func TestCheckAndRecordShareStore(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(after, qt.DeepEquals, before)
 }
+
+// TestRecordNothing: record where every array is skipped and no store
+// holds a record exits 2 and says what to do, rather than exit 0 with no
+// store for heal to read.
+func TestRecordNothing(t *testing.T) {
+	c := qt.New(t)
+	dflags, _ := materialize(t, "raid1-degraded-missing")
+	store := filepath.Join(t.TempDir(), "slots.json")
+	code, _, errOut := runCLI(t, append(dflags, "record", "--store", store)...)
+	c.Check(code, qt.Equals, exitRefused)
+	c.Check(errOut, qt.Contains, "md0: skipped: it is degraded")
+	c.Check(errOut, qt.Contains, "nothing recorded in "+store+": every array (1) was skipped: only a healthy array's slots are recorded")
+}
