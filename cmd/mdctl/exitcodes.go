@@ -83,7 +83,7 @@ var exitTable = []exitGroup{
 	{[]string{"heal"}, []exitRow{
 		{exitOK, "the pass ran and refused nothing (healed, would heal, or nothing to do, also when no store has been recorded yet)"},
 		{exitFailure, "the system could not be read"},
-		{exitRefused, "refused: the records are missing or cannot be trusted, " + noSuchArray + ", or a slot was refused (nothing written to it; each line says what was done)"},
+		{exitRefused, "refused: the records cannot be trusted, " + noSuchArray + ", or a slot was refused (nothing written to it; each line says what was done)"},
 		{exitPartial, "adding a disk failed"},
 	}},
 	{[]string{"check"}, []exitRow{
