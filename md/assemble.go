@@ -579,8 +579,9 @@ func (m *Manager) isArray(n string, sb *superblock.Superblock) (bool, error) {
 
 // alive reports whether md device name exists with members or a level,
 // as mdadm's map lookups require it to be in /proc/mdstat. A name that
-// is no array (gone, or not a name) is not alive; an error reading
-// array_state or the members is an error.
+// is no array (gone, not a name, or being deleted: its attributes answer
+// EBUSY) is not alive; another error reading array_state or the members
+// is an error.
 func (m *Manager) alive(name string) (bool, error) {
 	a, err := m.fs.Array(name)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
@@ -590,6 +591,11 @@ func (m *Manager) alive(name string) (bool, error) {
 		return false, err
 	}
 	st, err := a.State()
+	if errors.Is(err, unix.EBUSY) {
+		// md_attr_show answers EBUSY for an array being deleted
+		// (MD_DELETED, after STOP_ARRAY; seen on 6.12): gone.
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
