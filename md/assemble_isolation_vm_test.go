@@ -180,12 +180,16 @@ func TestVMAssembleOneDiskCannotStopIt(t *testing.T) {
 		guest.Mdadm(c, "--create", "/dev/md/zero", "--run", "--level=0", "--metadata=1.2", "--name=boot", "--homehost=vmtest", "--raid-devices=1", "--force", disks[7].Path)
 		c.Assert(guest.StopAll(), qt.IsNil)
 		editSuperblock(c, disks[7].Path, func(sb *superblock.Superblock) { sb.ChunkSize = 0 })
-		stopForAssembly(c)
-		res, err := m.Assemble(ctx, AssembleRequest{Devices: names(append([]guest.Disk{disks[7]}, disks[:7]...))})
-		check(c, res, err, disks[7].Path, true)
-		if len(res.Failed) == 1 {
-			c.Check(res.Failed[0].Err, qt.ErrorMatches, `.*did not start.*`)
-			c.Check(res.Failed[0].Result.Writes, qt.Contains, "unlink /dev/md/boot")
+		for _, order := range [][]guest.Disk{
+			append([]guest.Disk{disks[7]}, disks[:7]...),
+			append(append(slices.Clone(disks[2:5]), disks[7]), append(disks[:2:2], disks[5:7]...)...),
+		} {
+			stopForAssembly(c)
+			res, err := m.Assemble(ctx, AssembleRequest{Devices: names(order)})
+			check(c, res, err, disks[7].Path, true)
+			if len(res.Failed) == 1 {
+				c.Check(res.Failed[0].Err, qt.ErrorMatches, `.*did not start.*`)
+			}
 		}
 	})
 
@@ -198,6 +202,25 @@ func TestVMAssembleOneDiskCannotStopIt(t *testing.T) {
 		c.Assert(err, qt.IsNil)
 		c.Assert(os.WriteFile(disks[7].Path, src, 0), qt.IsNil)
 		c.Assert(guest.FlushBuffers(disks[7].Path), qt.IsNil)
+		for _, order := range [][]guest.Disk{
+			append(slices.Clone(disks[:7]), disks[7]),
+			append(append(slices.Clone(disks[2:5]), disks[7]), append(disks[:2:2], disks[5:7]...)...),
+		} {
+			stopForAssembly(c)
+			res, err := m.Assemble(ctx, AssembleRequest{Devices: names(order)})
+			c.Assert(err, qt.IsNil)
+			var conflict []string
+			for _, s := range res.Skipped {
+				if errors.Is(s.Reason, ErrConflict) {
+					conflict = append(conflict, s.Device)
+				}
+			}
+			c.Check(conflict, qt.HasLen, 3)
+			a, _ := arrayOfUUID(c, want["boot"])
+			c.Check(a, qt.Equals, "", qt.Commentf("the boot mirror was assembled from a conflict"))
+			c.Check(halfBuilt(c), qt.HasLen, 0)
+		}
+		stopForAssembly(c)
 		res, err := m.Assemble(ctx, AssembleRequest{Devices: names(append([]guest.Disk{disks[7]}, disks[:7]...))})
 		c.Assert(err, qt.IsNil)
 		var conflict []string
@@ -232,8 +255,11 @@ func TestVMAssembleOneDiskCannotStopIt(t *testing.T) {
 // why it is refused.
 func TestVMAssembleRefusesAHostileSpare(t *testing.T) {
 	c := qt.New(t)
-	disks := guest.ScratchDisks(t, 3)
+	all := guest.ScratchDisks(t, 5)
+	disks := all[:3]
 	ctx := context.Background()
+	other := createArray(c, "/dev/md/other", []string{"--level=1", "--name=other", "--raid-devices=2"}, all[3:5])
+	otherUUID := uuidOf(c, other)
 	md := createArray(c, "/dev/md/sp", []string{"--level=1", "--name=sp", "--raid-devices=2", "--spare-devices=1"}, disks)
 	c.Assert(guest.StopAll(), qt.IsNil)
 	stopForAssembly(c)
@@ -258,14 +284,16 @@ func TestVMAssembleRefusesAHostileSpare(t *testing.T) {
 
 	// At boot, with the mirror degraded since: the spare is offered with
 	// its one member, before and after it, with Run (the last resort).
-	for _, order := range [][]string{{disks[2].Path, disks[0].Path}, {disks[0].Path, disks[2].Path}} {
+	for _, order := range [][]string{{disks[2].Path, all[3].Path, disks[0].Path, all[4].Path}, {disks[0].Path, all[4].Path, disks[2].Path, all[3].Path}} {
 		stopForAssembly(c)
 		res, err = m.Assemble(ctx, AssembleRequest{Devices: order, Run: true})
 		c.Assert(err, qt.IsNil)
 		c.Assert(res.Skipped, qt.HasLen, 1, qt.Commentf("%+v", res))
 		c.Check(res.Skipped[0].Reason, qt.ErrorMatches, `.*would start degraded.*`)
-		c.Assert(res.Added, qt.HasLen, 1)
-		md = res.Added[0].Array
+		c.Assert(res.Added, qt.HasLen, 3)
+		_, st := arrayOfUUID(c, otherUUID)
+		c.Check(st, qt.Matches, `clean|active|read-auto`, qt.Commentf("the other mirror is %q", st))
+		md = resultOf(res, disks[0].Name).Array
 		c.Check(guest.ReadAttr(c, md, "degraded"), qt.Equals, "1")
 		c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "idle")
 		c.Check(hashDisk(c, disks[2].Path) == before, qt.IsTrue, qt.Commentf("the refused spare was written"))
