@@ -652,6 +652,11 @@ func TestVMCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
 	name := vmCreate(c, dev, disks, "--level=1", "--metadata=1.2", "--raid-devices=2", fmt.Sprintf("--size=%d", vmCheckSizeKiB))
 	uuid := vmArrayUUID(c, t, name)
 	store := filepath.Join(t.TempDir(), "checks.json")
+	// 50 KiB/s: the first checkpoint (about 1 MiB in) is 20 s away. The
+	// floor must come down too: below sync_speed_min (1000 KiB/s by
+	// default) md does not throttle, and the pass reached the first
+	// checkpoint before the freeze on 7.2 (CI, 2026-12-05).
+	guest.WriteAttr(c, name, "sync_speed_min", "1")
 	guest.WriteAttr(c, name, "sync_speed_max", "50")
 
 	done := make(chan struct{})
