@@ -140,7 +140,7 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 	defer l.Unlock()
 	ml := &sharedMap{l: l}
 	tried := map[string]bool{}
-	undone := &undoneArrays{m: map[string]error{}, links: map[string]bool{}, found: map[string]bool{}}
+	undone := &callState{m: map[string]error{}, links: map[string]bool{}, found: map[string]bool{}, paths: map[*IncrementalResult]string{}}
 	defer func() { res.NotFound = req.notFound(undone.found) }()
 	seen := 0 // devices offered in earlier rounds: the uevent order
 	var fatal error
@@ -167,6 +167,7 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 			case !o.done || errors.Is(o.err, errStopped):
 			case o.err == nil:
 				res.Added = append(res.Added, o.res)
+				undone.paths[o.res] = todo[i]
 				if o.res.Started == StartYes {
 					progress = true
 				}
@@ -220,14 +221,25 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 }
 
 // filtered reports whether req names the arrays to assemble.
-func (req *AssembleRequest) filtered() bool { return req.Array != "" || len(req.Arrays) > 0 }
+func (req *AssembleRequest) filtered() bool { return len(req.names()) > 0 }
+
+// names is every array req names (Array, then Arrays).
+func (req *AssembleRequest) names() []string {
+	var out []string
+	for _, a := range append([]string{req.Array}, req.Arrays...) {
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // wants reports whether sb's array is one req names, and marks in found
 // each name it matches.
 func (req *AssembleRequest) wants(sb *superblock.Superblock, homehost string, found map[string]bool) bool {
 	ok := false
-	for _, a := range append([]string{req.Array}, req.Arrays...) {
-		if a != "" && matchesArray(sb, a, homehost) {
+	for _, a := range req.names() {
+		if matchesArray(sb, a, homehost) {
 			found[a] = true
 			ok = true
 		}
@@ -238,26 +250,30 @@ func (req *AssembleRequest) wants(sb *superblock.Superblock, homehost string, fo
 // notFound lists the arrays req names that found does not mark.
 func (req *AssembleRequest) notFound(found map[string]bool) []string {
 	var out []string
-	for _, a := range append([]string{req.Array}, req.Arrays...) {
-		if a != "" && !found[a] && !slices.Contains(out, a) {
+	for _, a := range req.names() {
+		if !found[a] && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// undoneArrays are the arrays of one Assemble call that did not start:
-// every device added to one is a failure, with the array's error.
-type undoneArrays struct {
+// callState is what one Assemble call keeps across its rounds: the
+// arrays it made that did not start (every device added to one is a
+// failure, with the array's error) and the links they gave back, the
+// names of AssembleRequest.Arrays that some device matched, and the path
+// each added device was offered as.
+type callState struct {
 	found map[string]bool // the names of AssembleRequest.Arrays matched
 	mu    sync.Mutex
 	m     map[string]error // array + " " + UUID -> why
 	links map[string]bool  // links given back
+	paths map[*IncrementalResult]string
 }
 
 func undoneKey(r *IncrementalResult) string { return r.Array + " " + r.UUID }
 
-func (u *undoneArrays) add(r *IncrementalResult, err error) {
+func (u *callState) add(r *IncrementalResult, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.m[undoneKey(r)] = err
@@ -266,7 +282,7 @@ func (u *undoneArrays) add(r *IncrementalResult, err error) {
 	}
 }
 
-func (u *undoneArrays) has(r *IncrementalResult) bool {
+func (u *callState) has(r *IncrementalResult) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	_, ok := u.m[undoneKey(r)]
@@ -275,7 +291,7 @@ func (u *undoneArrays) has(r *IncrementalResult) bool {
 
 // report moves the devices added to an array that did not start from
 // Added to Failed, with the array's error.
-func (u *undoneArrays) report(res *AssembleResult) {
+func (u *callState) report(res *AssembleResult) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.m) == 0 {
@@ -284,7 +300,7 @@ func (u *undoneArrays) report(res *AssembleResult) {
 	kept := res.Added[:0]
 	for _, r := range res.Added {
 		if err, ok := u.m[undoneKey(r)]; ok {
-			res.Failed = append(res.Failed, Failure{Device: r.Device, Result: r, Err: err})
+			res.Failed = append(res.Failed, Failure{Device: u.paths[r], Result: r, Err: err})
 			continue
 		}
 		kept = append(kept, r)
@@ -297,7 +313,7 @@ func (u *undoneArrays) report(res *AssembleResult) {
 // whose name it is, and which was linked with a suffix ("boot_0")
 // because of it: the real array of that name gets its name although a
 // device that failed came first.
-func (m *Manager) giveBackLinks(res *AssembleResult, undone *undoneArrays, l mapAccess) error {
+func (m *Manager) giveBackLinks(res *AssembleResult, undone *callState, l mapAccess) error {
 	if len(undone.links) == 0 {
 		return nil
 	}
@@ -388,7 +404,7 @@ type outcome struct {
 // assembled before it may be what it is, or what it carries (a stacked
 // array's member), so it is read only then. The devices between two such
 // are a batch (assembleBatch).
-func (m *Manager) assembleRound(ctx context.Context, devs []string, req AssembleRequest, ml mapAccess, base int, undone *undoneArrays) ([]outcome, error) {
+func (m *Manager) assembleRound(ctx context.Context, devs []string, req AssembleRequest, ml mapAccess, base int, undone *callState) ([]outcome, error) {
 	outs := make([]outcome, len(devs))
 	order := newCreationOrder(len(devs), base)
 	defer func() {
@@ -431,7 +447,7 @@ func lateDevice(path string) bool {
 // on at once, as Incremental refuses it before anything else; so are the
 // devices sortOut leaves out. It returns when every group is done, with
 // ctx's error if ctx ended.
-func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int, req AssembleRequest, ml mapAccess, order *creationOrder, outs []outcome, undone *undoneArrays) error {
+func (m *Manager) assembleBatch(ctx context.Context, devs []string, from, to int, req AssembleRequest, ml mapAccess, order *creationOrder, outs []outcome, undone *callState) error {
 	offers := make([]*offered, len(devs))
 	for i := from; i < to; i++ {
 		if err := ctx.Err(); err != nil {

@@ -33,48 +33,33 @@ func (c *RunCmd) Validate() error {
 // the exit code is the worst.
 func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if !c.Scan {
-		ch := c.change()
-		return c.runOne(k, m.Run(ctx, c.Array, ch), ch, c.Array)
+		return c.runOne(ctx, k, m, c.Array)
 	}
 	rep, err := m.Discover(ctx)
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
-	worst := exitOK
-	var last error
+	var errs perArray
 	for _, a := range rep.Arrays {
 		if a.Availability != md.Inactive {
 			continue
 		}
-		ch := c.change()
-		err := c.runOne(k, m.Run(ctx, a.Device, ch), ch, a.Device)
 		var ee *exitError
-		if errors.As(err, &ee) {
-			if last != nil {
-				printLine(k.Stderr, "mdctl: error: %s", last.(*exitError).msg)
-			}
-			last = ee
-			if stopWorse(ee.code, worst) {
-				worst = ee.code
-			}
+		if errors.As(c.runOne(ctx, k, m, a.Device), &ee) {
+			errs.add(ee.code, ee.msg)
 		}
 	}
-	if last == nil {
-		return nil
-	}
-	return &exitError{code: worst, msg: last.(*exitError).msg}
+	return errs.result(k.Stderr)
 }
 
-// change is the Change of one run.
-func (c *RunCmd) change() *md.Change { return &md.Change{DryRun: c.DryRun} }
-
-// runOne reports one array's run.
-func (c *RunCmd) runOne(k *kong.Context, err error, ch *md.Change, array string) error {
-	if err != nil {
+// runOne starts one array (or checks that it would) and reports it.
+func (c *RunCmd) runOne(ctx context.Context, k *kong.Context, m *md.Manager, array string) error {
+	ch := md.Change{DryRun: c.DryRun}
+	if err := m.Run(ctx, array, &ch); err != nil {
 		return primitiveError(err)
 	}
 	if c.DryRun {
-		printDryRun(k, ch, "start "+ch.Array)
+		printDryRun(k, &ch, "start "+ch.Array)
 		return nil
 	}
 	fmt.Fprintf(k.Stdout, "%s: started.\n", escape.Text(array))

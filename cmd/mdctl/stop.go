@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -34,8 +35,7 @@ func (c *StopCmd) Help() string { return exitHelp("stop") }
 // the exit code is the worst: 3 (stopped, cleanup failed) over 1
 // (failed) over 2 (refused).
 func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	worst := exitOK
-	var msgs []string
+	var errs perArray
 	arrays := c.Arrays
 	if c.Scan {
 		var err error
@@ -54,11 +54,7 @@ func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		ch := md.Change{DryRun: c.DryRun}
 		err := m.Stop(ctx, a, &ch)
 		if err != nil {
-			code := stopCode(err)
-			if stopWorse(code, worst) {
-				worst = code
-			}
-			msgs = append(msgs, err.Error())
+			errs.add(stopCode(err), err.Error())
 			continue
 		}
 		if c.DryRun {
@@ -74,14 +70,7 @@ func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 			printLine(k.Stdout, "mdctl: removed %s", r)
 		}
 	}
-	if worst == exitOK {
-		return nil
-	}
-	// One line each, as main prints the last (escaped).
-	for _, msg := range msgs[:len(msgs)-1] {
-		printLine(k.Stderr, "mdctl: error: %s", msg)
-	}
-	return &exitError{code: worst, msg: msgs[len(msgs)-1]}
+	return errs.result(k.Stderr)
 }
 
 // stopCode is the exit code of a Stop error.
@@ -95,11 +84,34 @@ func stopCode(err error) int {
 	return exitFailure
 }
 
-// stopWorse orders stop's exit codes: something changed and failed (3),
-// then failed (1), then refused (2).
-func stopWorse(a, b int) bool {
+// perArray collects the errors of a command over several arrays, each
+// tried whatever became of the others: one line each on stderr and the
+// worst exit code, something changed and failed (3) over failed (1) over
+// refused (2).
+type perArray struct {
+	worst int
+	msgs  []string
+}
+
+// add records one array's error with its exit code.
+func (e *perArray) add(code int, msg string) {
 	rank := func(c int) int {
 		return map[int]int{exitOK: 0, exitRefused: 1, exitFailure: 2, exitPartial: 3}[c]
 	}
-	return rank(a) > rank(b)
+	if rank(code) > rank(e.worst) {
+		e.worst = code
+	}
+	e.msgs = append(e.msgs, msg)
+}
+
+// result prints every error but the last on stderr (main prints the last,
+// escaped) and returns the last with the worst code, or nil for none.
+func (e *perArray) result(stderr io.Writer) error {
+	if len(e.msgs) == 0 {
+		return nil
+	}
+	for _, msg := range e.msgs[:len(e.msgs)-1] {
+		printLine(stderr, "mdctl: error: %s", msg)
+	}
+	return &exitError{code: e.worst, msg: e.msgs[len(e.msgs)-1]}
 }
