@@ -264,6 +264,19 @@ type checkPlan struct {
 	Chunk uint64
 }
 
+// passGuard is the sync_max a check writes before it starts, in sectors:
+// far beyond any array, so it limits nothing (the kernel's pass never
+// waits for it), and a multiple of the chunk (sync_max must be one on
+// striped levels). Its only use is what the kernel does with it at the
+// end: a completed pass resets sync_max to max, an interrupted one leaves
+// it (md_do_sync, Linux 6.1 to 7.2, docs/scrub.md §8.5). That tells a
+// pass stopped before its first checkpoint, where sync_min reads 0 as
+// after the end, from a finished one.
+func passGuard(chunk uint64) uint64 {
+	chunk = max(chunk, 8)
+	return (1 << 62) / chunk * chunk
+}
+
 // alignCursor rounds pos down to the chunk (in sectors, at least 8).
 func alignCursor(pos, chunk uint64) uint64 {
 	if chunk < 8 {
@@ -329,7 +342,7 @@ func planCheck(f checkFacts, req CheckRequest, rec *CheckRecord) (*checkPlan, er
 		return refuse(scrubIdle, ErrCheckBusy, "sync_completed is %s: a sync is pending", f.progress.State)
 	case f.reshape.Valid:
 		return refuse(scrubIdle, ErrCheckBusy, "it is reshaping (reshape_position %d)", f.reshape.Value)
-	case f.syncMax.Valid:
+	case f.syncMax.Valid && f.syncMax.Value != passGuard(uint64(f.chunk/512)):
 		return refuse(scrubSyncMax, ErrCheckBusy, "sync_max is %d, not max: someone limits where syncs stop", f.syncMax.Value)
 	case req.Store != nil && f.array.UUID == "":
 		return refuse(scrubUUID, ErrNotCheckable, "its UUID is unknown, so no cursor can be kept")
@@ -363,7 +376,10 @@ func checkDiff(p, q *checkPlan) string {
 // written) every array that planCheck refuses, and it gathers the facts
 // again right before the write, refusing with ErrPlanChanged when they
 // changed. A check writes sync_min (only when it must move: to the stored
-// cursor, or back to 0) and then "check" or "repair" to sync_action.
+// cursor, or back to 0), a guard to sync_max that limits nothing (the
+// kernel resets it to max only when the pass completes, so that an
+// interruption, even before the first checkpoint, is told from the end;
+// docs/scrub.md §8.5), and then "check" or "repair" to sync_action.
 //
 // Without Wait or Duration it returns once the check is started. With
 // them it follows the check, calling Progress, until the kernel is idle
@@ -558,18 +574,35 @@ func (m *Manager) startCheck(p *checkPlan, req CheckRequest, rec *CheckRecord) e
 			return refuse("check", q.Array, "", fmt.Errorf("md: writing sync_min %d to %s: %w (nothing was changed)", q.Start, q.Array, err))
 		}
 	}
-	if err := m.ops.k.SetSyncAction(q.Array, q.Action); err != nil {
-		changed := "nothing was changed"
-		if q.SetMin {
-			changed = fmt.Sprintf("sync_min of %s was set to %d, which only moves where the next check or repair starts", q.Array, q.Start)
+	changed := "nothing was changed"
+	if q.SetMin {
+		changed = fmt.Sprintf("sync_min of %s was set to %d, which only moves where the next check or repair starts", q.Array, q.Start)
+	}
+	guard := passGuard(q.Chunk)
+	if err := m.ops.k.SetSyncMax(q.Array, sysfs.Some(guard)); err != nil {
+		err = fmt.Errorf("md: writing sync_max %d to %s: %w (%s)", guard, q.Array, err, changed)
+		if !q.SetMin {
+			return refuse("check", q.Array, "", err)
 		}
-		err = fmt.Errorf("md: writing %s to sync_action of %s: %w (%s)", q.Action, q.Array, err, changed)
+		return err
+	}
+	if err := m.ops.k.SetSyncAction(q.Array, q.Action); err != nil {
+		err = fmt.Errorf("md: writing %s to sync_action of %s: %w (%s)", q.Action, q.Array, err, m.undoGuard(q.Array, guard, changed))
 		if !q.SetMin && errors.Is(err, unix.EBUSY) {
 			return refuse("check", q.Array, "", err)
 		}
 		return err
 	}
 	return nil
+}
+
+// undoGuard writes max back to sync_max of array after a pass did not
+// start, and says what changed, given what changed before the guard.
+func (m *Manager) undoGuard(array string, guard uint64, changed string) string {
+	if err := m.ops.k.SetSyncMax(array, sysfs.Optional[uint64]{}); err != nil {
+		return fmt.Sprintf("sync_max of %s was set to %d, which limits nothing, and writing max back failed: %v; %s", array, guard, err, changed)
+	}
+	return changed
 }
 
 // sleep waits d or until ctx is done.
@@ -604,12 +637,6 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 		return
 	}
 	stopped := false // we wrote idle
-	// frozen: someone froze the array, which interrupts the pass. Only
-	// then can a stop by someone else be told from the end of the pass
-	// when it came before the kernel's first checkpoint: the kernel
-	// leaves sync_min at 0 in both cases (docs/scrub.md §3), and a stop
-	// with idle looks exactly like the end.
-	frozen := false
 	for {
 		act, err := a.SyncAction()
 		if err != nil {
@@ -617,8 +644,7 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 			return
 		}
 		if act != p.Action {
-			frozen = act == sysfs.ActionFrozen
-			break // finished, or someone stopped it
+			break // finished, or someone stopped it (ended tells which)
 		}
 		pr, _ := a.SyncCompleted()
 		if pr.State == sysfs.ProgressRunning {
@@ -660,7 +686,7 @@ func (c *checkRun) follow(ctx context.Context, r *CheckResult) {
 			return
 		}
 	}
-	c.ended(ctx, a, p, r, stopped || frozen)
+	c.ended(ctx, a, p, r)
 }
 
 // waitIdle waits until sync_completed reads none: the sync thread has
@@ -681,15 +707,13 @@ func (c *checkRun) waitIdle(ctx context.Context, a sysfs.Array, interval time.Du
 }
 
 // ended reads what a check left when the kernel stopped it (interrupted)
-// or it finished, and keeps the cursor or the result: the kernel sets
-// sync_min to the point reached when a check is interrupted and back to
-// 0 when it completes (docs/scrub.md §3, §8.5), and mismatch_cnt holds
-// this segment's count (§5).
-//
-// stopped says the pass was interrupted (we wrote idle at the deadline,
-// or someone froze the array): it is not finished even when sync_min
-// reads 0.
-func (c *checkRun) ended(ctx context.Context, a sysfs.Array, p *checkPlan, r *CheckResult, stopped bool) {
+// or it finished, and keeps the cursor or the result. The kernel tells
+// which: a completed pass resets sync_min to 0 and sync_max to max; an
+// interrupted one (idle or frozen, written by us at the deadline or by
+// anyone) sets sync_min to the last checkpoint (0 before the first) and
+// leaves sync_max at the guard the check wrote (docs/scrub.md §3, §8.5).
+// mismatch_cnt holds this segment's count (§5).
+func (c *checkRun) ended(ctx context.Context, a sysfs.Array, p *checkPlan, r *CheckResult) {
 	cnt, err := a.MismatchCount()
 	if err != nil {
 		r.setErr(fmt.Errorf("md: reading mismatch_cnt of %s after its %s: %w", p.Array, p.Action, err))
@@ -700,9 +724,24 @@ func (c *checkRun) ended(ctx context.Context, a sysfs.Array, p *checkPlan, r *Ch
 		r.setErr(fmt.Errorf("md: reading sync_min of %s after its %s: %w", p.Array, p.Action, err))
 		return
 	}
+	limit, err := a.SyncMax()
+	if err != nil {
+		r.setErr(fmt.Errorf("md: reading sync_max of %s after its %s: %w", p.Array, p.Action, err))
+		return
+	}
+	if guard := passGuard(p.Chunk); limit.Valid && limit.Value == guard {
+		// Interrupted: the kernel left the guard (passGuard). It limits
+		// nothing, but max is what the array had before.
+		if err := c.m.ops.k.SetSyncMax(p.Array, sysfs.Optional[uint64]{}); err != nil {
+			r.setErr(fmt.Errorf("md: the %s of %s was interrupted, and writing max back to its sync_max (%d, which limits nothing) failed: %w", p.Action, p.Array, guard, err))
+			return
+		}
+	}
 	total := p.Carried + cnt
 	r.MismatchSectors = total
-	finished := pos == 0 && !stopped
+	// Finished: sync_min back at 0 and sync_max back at max, both done by
+	// the kernel only when a pass completes (docs/scrub.md §3, §8.5).
+	finished := pos == 0 && !limit.Valid
 	if !finished && pos == 0 {
 		// Interrupted before the kernel's first checkpoint: the pass
 		// resumes where this segment started.
@@ -814,5 +853,5 @@ func (c *checkRun) cancel(ctx context.Context, r *CheckResult) {
 		r.setErr(fmt.Errorf("md: idle was written to %s, but waiting for its %s to stop failed: %w", r.Array, p.Action, err))
 		return
 	}
-	c.ended(ctx, a, p, r, true)
+	c.ended(ctx, a, p, r)
 }

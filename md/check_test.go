@@ -230,7 +230,7 @@ func TestCheckStartOnly(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Check(res[0].Result, qt.Equals, CheckStarted)
 	c.Check(res[0].UUID, qt.Equals, "a0916a09-5d11-e029-f9a1-a21c8170c28d")
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)"})
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)"})
 }
 
 func TestCheckWaitFinds(t *testing.T) {
@@ -302,7 +302,7 @@ func TestCheckTimeBoxResume(t *testing.T) {
 	res, err = r.m.Check(context.Background(), req)
 	c.Assert(err, qt.IsNil)
 	c.Check(res[0].ResumedFrom, qt.Equals, uint64(3*16384))
-	c.Check(r.k.Calls()[:2], qt.DeepEquals, []string{"SetSyncMin(md0, 49152)", "SetSyncAction(md0, check)"})
+	c.Check(r.k.Calls()[:3], qt.DeepEquals, []string{"SetSyncMin(md0, 49152)", "SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)"})
 	c.Check(res[0].Result, qt.Equals, CheckStopped)
 	// Segments until the pass ends.
 	for i := 0; i < 5 && res[0].Result == CheckStopped; i++ {
@@ -334,7 +334,8 @@ func TestCheckTimeBoxBeforeFirstCheckpoint(t *testing.T) {
 	st := &memStore{}
 	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Duration: 3 * time.Second, Store: st})
 	c.Assert(err, qt.IsNil)
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)", "SetSyncAction(md0, idle)"})
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)", "SetSyncAction(md0, idle)", "SetSyncMax(md0, max)"})
+	c.Check(r.k.read("md0", "sync_max"), qt.Equals, "max")
 	c.Check(r.k.read("md0", "sync_min"), qt.Equals, "0")
 	c.Check(res[0].Result, qt.Equals, CheckStopped)
 	c.Check(res[0].Finished, qt.IsFalse)
@@ -350,40 +351,74 @@ func TestCheckTimeBoxBeforeFirstCheckpoint(t *testing.T) {
 	c.Check(rec.LastFinished.IsZero(), qt.IsTrue)
 }
 
-// TestCheckFrozenBeforeFirstCheckpoint: someone freezes the array while
-// the check waits for its first checkpoint. The kernel interrupts the
-// pass and leaves sync_min at 0, as at the end of a pass; the check is
-// reported stopped, with its cursor at the start, not finished. (Stopped
-// by someone else with idle before the first checkpoint, a pass cannot
-// be told from a finished one in sysfs: that case is still reported
-// finished.)
-func TestCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
+// TestCheckStoppedBeforeFirstCheckpoint: another program freezes the
+// array, or writes idle, while the check waits for its first checkpoint.
+// The kernel interrupts the pass and leaves sync_min at 0, as at the end
+// of a pass, but leaves sync_max at the guard the check wrote (it resets
+// it only on completion, docs/scrub.md §8.5): the check is reported
+// stopped, with its cursor at the start, not finished, and sync_max is
+// max again. (Mutant: finished := pos == 0 && !stopped, ignoring the
+// guard, reports the idle case finished and clean.)
+func TestCheckStoppedBeforeFirstCheckpoint(t *testing.T) {
+	for _, act := range []sysfs.SyncAction{sysfs.ActionFrozen, sysfs.ActionIdle} {
+		t.Run(string(act), func(t *testing.T) {
+			c := qt.New(t)
+			r := newCheckRig(t, "raid1-v1.2")
+			r.k.perStep = 0 // no checkpoint
+			r.m.ops.sleep = func(ctx context.Context, d time.Duration) error {
+				r.now = r.now.Add(d)
+				if r.k.running { // another program stops the pass
+					r.k.running = false
+					r.k.set(r.k.attr("md0", "sync_min"), fmt.Sprint(r.k.done))
+					r.k.set(r.k.attr("md0", "sync_completed"), "none")
+					r.k.set(r.k.attr("md0", "sync_action"), string(act))
+				}
+				return nil
+			}
+			st := &memStore{}
+			res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true, Store: st})
+			c.Assert(err, qt.IsNil)
+			c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)", "SetSyncMax(md0, max)"})
+			c.Check(r.k.read("md0", "sync_max"), qt.Equals, "max")
+			c.Check(res[0].Result, qt.Equals, CheckStopped)
+			c.Check(res[0].Finished, qt.IsFalse)
+			c.Check(res[0].CursorSaved, qt.IsTrue)
+			rs, err := st.Load(context.Background())
+			c.Assert(err, qt.IsNil)
+			rec, ok := rs.Check(res[0].UUID)
+			c.Assert(ok, qt.IsTrue)
+			c.Check(rec.Pending(), qt.IsTrue)
+			c.Check(rec.Cursor, qt.Equals, uint64(0))
+			c.Check(rec.LastFinished.IsZero(), qt.IsTrue)
+		})
+	}
+}
+
+// TestCheckGuardLeftBehind: a guard left in sync_max by an interrupted
+// check whose mdctl did not put max back is not someone else's limit:
+// the next check runs. Any other sync_max is refused (TestCheckRefusals).
+func TestCheckGuardLeftBehind(t *testing.T) {
 	c := qt.New(t)
 	r := newCheckRig(t, "raid1-v1.2")
-	r.k.perStep = 0 // no checkpoint
-	r.m.ops.sleep = func(ctx context.Context, d time.Duration) error {
-		r.now = r.now.Add(d)
-		if r.k.running { // another program writes frozen
-			r.k.running = false
-			r.k.set(r.k.attr("md0", "sync_min"), fmt.Sprint(r.k.done))
-			r.k.set(r.k.attr("md0", "sync_completed"), "none")
-			r.k.set(r.k.attr("md0", "sync_action"), "frozen")
-		}
-		return nil
-	}
-	st := &memStore{}
-	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true, Store: st})
+	r.setAttr(t, "sync_max", fmt.Sprint(passGuard(0)))
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true})
 	c.Assert(err, qt.IsNil)
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)"})
-	c.Check(res[0].Result, qt.Equals, CheckStopped)
-	c.Check(res[0].Finished, qt.IsFalse)
-	c.Check(res[0].CursorSaved, qt.IsTrue)
-	rs, err := st.Load(context.Background())
-	c.Assert(err, qt.IsNil)
-	rec, ok := rs.Check(res[0].UUID)
-	c.Assert(ok, qt.IsTrue)
-	c.Check(rec.Pending(), qt.IsTrue)
-	c.Check(rec.Cursor, qt.Equals, uint64(0))
+	c.Check(res[0].Result, qt.Equals, CheckClean)
+	c.Check(r.k.read("md0", "sync_max"), qt.Equals, "max")
+}
+
+// TestCheckGuardUndone: when the pass cannot start, the guard written to
+// sync_max is taken back and the refusal says nothing was changed.
+func TestCheckGuardUndone(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	r.k.fail = map[string]error{"SetSyncAction": &os.PathError{Op: "write", Path: "sync_action", Err: unix.EBUSY}}
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}})
+	c.Check(err, qt.ErrorIs, ErrRefused)
+	c.Check(res[0].Err, qt.ErrorIs, ErrRefused)
+	c.Check(res[0].Err, qt.ErrorMatches, `.*\(nothing was changed\).*`)
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)", "SetSyncMax(md0, max)"})
+	c.Check(r.k.read("md0", "sync_max"), qt.Equals, "max")
 }
 
 // TestCheckWithoutStoreFullPass: without a store, a sync_min left by an
@@ -394,7 +429,7 @@ func TestCheckWithoutStoreFullPass(t *testing.T) {
 	r.setAttr(t, "sync_min", "8192")
 	_, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}})
 	c.Assert(err, qt.IsNil)
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMin(md0, 0)", "SetSyncAction(md0, check)"})
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMin(md0, 0)", "SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)"})
 }
 
 func TestCheckCancelSavesCursor(t *testing.T) {
@@ -425,7 +460,7 @@ func TestCheckCtrlC(t *testing.T) {
 	res, err := r.m.Check(ctx, CheckRequest{Arrays: []string{"md0"}, Wait: true, Duration: time.Hour})
 	c.Assert(err, qt.IsNil)
 	c.Check(res[0].Result, qt.Equals, CheckStarted)
-	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, check)"})
+	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncMax(md0, 4611686018427387904)", "SetSyncAction(md0, check)"})
 	c.Check(r.k.read("md0", "sync_action"), qt.Equals, "check")
 }
 

@@ -39,6 +39,9 @@ type kernel interface {
 	// SetSyncMin writes md/sync_min (sectors): where the next check or
 	// repair starts. EBUSY while a sync runs.
 	SetSyncMin(array string, sectors uint64) error
+	// SetSyncMax writes md/sync_max: the sector where syncs pause, or
+	// "max" when limit is not Valid.
+	SetSyncMax(array string, limit sysfs.Optional[uint64]) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -157,6 +160,18 @@ func (k sysKernel) SetSyncMin(array string, sectors uint64) error {
 		return err
 	}
 	return a.SetSyncMin(sectors)
+}
+
+// SetSyncMax writes md/sync_max.
+func (k sysKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	if !limit.Valid {
+		return a.ResetSyncMax()
+	}
+	return a.SetSyncMax(limit.Value)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

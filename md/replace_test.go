@@ -131,6 +131,17 @@ func (k *fakeKernel) SetSyncMin(array string, sectors uint64) error {
 	return k.set(k.attr(array, "sync_min"), fmt.Sprint(sectors))
 }
 
+func (k *fakeKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) error {
+	v := "max"
+	if limit.Valid {
+		v = fmt.Sprint(limit.Value)
+	}
+	if err := k.record("SetSyncMax", array, v); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "sync_max"), v)
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err

@@ -268,6 +268,8 @@ func TestVMCheckMismatch(t *testing.T) {
 			c.Check(res.Finished, qt.IsTrue)
 			c.Check(res.MismatchSectors, qt.Equals, uint64(0))
 			c.Check(vmAttrUint(c, name, "mismatch_cnt"), qt.Equals, uint64(0))
+			// The kernel put back the max over the guard check wrote.
+			c.Check(guest.ReadAttr(c, name, "sync_max"), qt.Equals, "max")
 
 			guest.Mdadm(c, "--stop", tt.dev)
 			target := disks[tt.target]
@@ -639,26 +641,55 @@ func TestVMCheckTimeBoxResumes(t *testing.T) {
 	guest.Mdadm(c, "--stop", dev)
 }
 
-// TestVMCheckFrozenBeforeFirstCheckpoint: a check throttled to 50 KiB/s
-// (its first checkpoint, a sixteenth of 8 MiB, is seconds away) is frozen
-// by someone else while mdctl check --wait follows it, before that
-// checkpoint. The kernel interrupts the pass and leaves sync_min at 0 (6.1,
-// 6.12: as after a finished pass) or 3 (7.2); mdctl reports it stopped,
-// not finished, with its cursor kept at the start.
-func TestVMCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
-	c := qt.New(t)
-	disks := guest.ScratchDisks(t, 2)
-	const dev = "/dev/md64"
-	name := vmCreate(c, dev, disks, "--level=1", "--metadata=1.2", "--raid-devices=2", fmt.Sprintf("--size=%d", vmCheckSizeKiB))
-	uuid := vmArrayUUID(c, t, name)
-	store := filepath.Join(t.TempDir(), "checks.json")
-	// 50 KiB/s: the first checkpoint (about 1 MiB in) is 20 s away. The
-	// floor must come down too: below sync_speed_min (1000 KiB/s by
-	// default) md does not throttle, and the pass reached the first
-	// checkpoint before the freeze on 7.2 (CI, 2026-12-05).
-	guest.WriteAttr(c, name, "sync_speed_min", "1")
-	guest.WriteAttr(c, name, "sync_speed_max", "50")
+// TestVMCheckStoppedBeforeFirstCheckpoint: a check throttled to 50 KiB/s
+// (its first checkpoint, a sixteenth of 32 MiB, is about 40 s away) is
+// frozen, or stopped with idle, by someone else while mdctl check --wait
+// follows it, before that checkpoint. The kernel interrupts the pass and
+// leaves sync_min at 0 (6.1, 6.12: as after a finished pass) or 3 (7.2),
+// and sync_max at the guard mdctl wrote (only a completed pass resets it,
+// docs/scrub.md §8.5); mdctl reports it stopped, not finished, with its
+// cursor kept at the start, and sync_max is max again.
+//
+// Whether the stop lands before the first checkpoint is the kernel's
+// timing, not the test's: a guest stalled by a loaded host catches up its
+// clock and the throttled pass then runs ahead (seen on 6.1 with three
+// VM suites on two cores: a checkpoint at 1152 sectors between the read
+// of "0 / 16384" and the freeze). What mdctl must report holds either way
+// and is checked on every attempt; the case itself is tried up to three
+// times, and the test fails when it was never reached.
+func TestVMCheckStoppedBeforeFirstCheckpoint(t *testing.T) {
+	for i, act := range []string{"frozen", "idle"} {
+		t.Run(act, func(t *testing.T) {
+			c := qt.New(t)
+			disks := guest.ScratchDisks(t, 2)
+			dev := fmt.Sprintf("/dev/md%d", 64+i)
+			name := vmCreate(c, dev, disks, "--level=1", "--metadata=1.2", "--raid-devices=2", "--size=32768")
+			defer guest.Mdadm(c, "--stop", dev)
+			uuid := vmArrayUUID(c, t, name)
+			// 50 KiB/s. The floor must come down too: below
+			// sync_speed_min (1000 KiB/s by default) md does not
+			// throttle, and the pass reached the first checkpoint before
+			// the freeze on 7.2 (CI, 2026-12-05).
+			guest.WriteAttr(c, name, "sync_speed_min", "1")
+			guest.WriteAttr(c, name, "sync_speed_max", "50")
+			for attempt := 1; ; attempt++ {
+				if vmStopBeforeCheckpoint(c, t, name, uuid, act) {
+					return
+				}
+				if attempt == 3 {
+					c.Fatalf("the %s never came before the kernel's first checkpoint in %d attempts: the case was not tested", act, attempt)
+				}
+			}
+		})
+	}
+}
 
+// vmStopBeforeCheckpoint runs one attempt of
+// TestVMCheckStoppedBeforeFirstCheckpoint: it checks what mdctl reports
+// wherever the kernel stopped, and says whether that was before the
+// first checkpoint.
+func vmStopBeforeCheckpoint(c *qt.C, t *testing.T, name, uuid, act string) bool {
+	store := filepath.Join(t.TempDir(), "checks.json")
 	done := make(chan struct{})
 	type result struct {
 		code int
@@ -673,22 +704,20 @@ func TestVMCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
 	}()
 	vmWaitRunning(c, name, done, time.Minute)
 	pos := guest.ReadAttr(c, name, "sync_completed")
-	guest.WriteAttr(c, name, "sync_action", "frozen")
-	t.Logf("froze at sync_completed %q", pos)
-	c.Assert(strings.HasPrefix(pos, "0 / "), qt.IsTrue, qt.Commentf("past the first checkpoint already: %q", pos))
+	limit := guest.ReadAttr(c, name, "sync_max")
+	guest.WriteAttr(c, name, "sync_action", act)
+	t.Logf("%s at sync_completed %q, sync_max %q", act, pos, limit)
+	c.Check(limit, qt.Not(qt.Equals), "max", qt.Commentf("no guard in sync_max while the check runs"))
 	var r result
 	select {
 	case r = <-got:
 	case <-time.After(time.Minute):
-		c.Fatalf("mdctl check --wait still running a minute after the freeze:\n%s", guest.MDStat(c))
+		c.Fatalf("mdctl check --wait still running a minute after the %s:\n%s", act, guest.MDStat(c))
 	}
 	t.Log(r.out)
-	// Where the kernel left sync_min: 0 on 6.1 and 6.12, as after a
-	// finished pass; 3 on 7.2 (curr_resync_completed still held
-	// MD_RESYNC_ACTIVE). Either way below the first 4 KiB.
 	min := vmAttrUint(c, name, "sync_min")
-	t.Logf("sync_min after the freeze: %d", min)
-	c.Check(min < 8, qt.IsTrue, qt.Commentf("sync_min %d: past the first checkpoint", min))
+	t.Logf("sync_min after the %s: %d", act, min)
+	c.Check(guest.ReadAttr(c, name, "sync_max"), qt.Equals, "max")
 	c.Check(r.code, qt.Equals, 0, qt.Commentf("%s", r.out))
 	if c.Check(r.res, qt.Not(qt.IsNil), qt.Commentf("%s", r.out)) {
 		c.Check(r.res.Result, qt.Equals, "stopped")
@@ -697,9 +726,15 @@ func TestVMCheckFrozenBeforeFirstCheckpoint(t *testing.T) {
 	e := vmStoreCheck(c, store, uuid)
 	if c.Check(e, qt.Not(qt.IsNil), qt.Commentf("no %q entry for %s", vmStoreChecks, uuid)) {
 		c.Check(e["action"], qt.Equals, "check", qt.Commentf("no unfinished pass recorded: %v", e))
-		c.Check(vmStoreUint(c, e, vmStoreCursor), qt.Equals, uint64(0))
+		c.Check(vmStoreUint(c, e, vmStoreCursor), qt.Equals, min/8*8)
 		c.Check(e[vmStoreLastFinished], qt.IsNil, qt.Commentf("a finished pass recorded: %v", e))
 	}
-	guest.WriteAttr(c, name, "sync_action", "idle")
-	guest.Mdadm(c, "--stop", dev)
+	if act == "frozen" {
+		guest.WriteAttr(c, name, "sync_action", "idle")
+	}
+	if !strings.HasPrefix(pos, "0 / ") || min >= 8 {
+		t.Logf("the kernel reached its first checkpoint before the %s (sync_completed %q, then sync_min %d): trying again", act, pos, min)
+		return false
+	}
+	return true
 }
