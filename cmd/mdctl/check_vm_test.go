@@ -697,16 +697,19 @@ func vmStopBeforeCheckpoint(c *qt.C, t *testing.T, name, uuid, act string) bool 
 		out  string
 	}
 	got := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		defer close(done)
 		code, res, out := vmCheckRaw("--wait", "--store", store, name)
 		got <- result{code, res, out}
 	}()
 	vmWaitRunning(c, name, done, time.Minute)
+	seen := time.Since(start)
 	pos := guest.ReadAttr(c, name, "sync_completed")
 	limit := guest.ReadAttr(c, name, "sync_max")
 	guest.WriteAttr(c, name, "sync_action", act)
-	t.Logf("%s at sync_completed %q, sync_max %q", act, pos, limit)
+	t.Logf("%s at sync_completed %q, sync_max %q: running after %v, stopped after %v", act, pos, limit,
+		seen.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	c.Check(limit, qt.Not(qt.Equals), "max", qt.Commentf("no guard in sync_max while the check runs"))
 	var r result
 	select {
