@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
+	capture "github.com/go-mdraid/mdraid/md/mdtest"
 	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -96,7 +97,9 @@ func (s *scanCounter) fullRescans(t testing.TB, n int) {
 // the kernel's notifications.
 func TestWatchFixture(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	sys := capture.Capture(t, "boot-mirror")
+	m, err := md.Open(sys.Config())
+	c.Assert(err, qt.IsNil)
 	before := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -123,11 +126,7 @@ func TestWatchFixture(t *testing.T) {
 
 	// vdb fails and leaves its slot, as md_error and the recovery thread
 	// would show it.
-	dev := filepath.Join(sys, "devices", "virtual", "block", "md127", "md", "dev-vdb")
-	for f, v := range map[string]string{"state": "faulty\n", "slot": "none\n"} {
-		c.Assert(os.WriteFile(filepath.Join(dev, f), []byte(v), 0o644), qt.IsNil)
-	}
-	c.Assert(os.WriteFile(filepath.Join(sys, "devices", "virtual", "block", "md127", "md", "degraded"), []byte("1\n"), 0o644), qt.IsNil)
+	sys.Fail("vdb")
 	e = next(t, ch)
 	c.Assert(e.Type, qt.Equals, Fail)
 	c.Assert(e.Member, qt.Equals, "vdb")
