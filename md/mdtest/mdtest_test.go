@@ -3,9 +3,12 @@ package mdtest_test
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -179,4 +182,40 @@ func TestUnreadable(t *testing.T) {
 	c.Check(errors.Is(err, fs.ErrNotExist), qt.IsFalse)
 	a := discover(t, s)
 	c.Check(a.Errors, qt.Any(qt.Matches), ".*array_state.*")
+}
+
+// TestExamplesUsePublicAPI: every example of the module imports no
+// internal package, so that it compiles in a program that imports this
+// module (examples/controller is one, built by CI).
+func TestExamplesUsePublicAPI(t *testing.T) {
+	root := filepath.Join("..", "..")
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), "example") || !strings.HasSuffix(d.Name(), "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, im := range f.Imports {
+			if strings.Contains(im.Path.Value, "/internal/") {
+				t.Errorf("%s imports %s", p, im.Path.Value)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 6 {
+		t.Errorf("found %d example files; the walk is looking in the wrong place", n)
+	}
 }
