@@ -8,7 +8,7 @@
 //	sys := mdtest.Capture(t, "raid1-failed")
 //	m, err := md.Open(sys.Config())
 //
-// The captures are embedded in the module (about 0.8 MB), so a program
+// The captures are embedded in the module (0.85 MB), so a program
 // that imports this package needs nothing on disk. [Captures] lists them;
 // the repository's testdata/README.md says how each was made, on which
 // kernel.
