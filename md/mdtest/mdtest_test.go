@@ -219,3 +219,19 @@ func TestExamplesUsePublicAPI(t *testing.T) {
 		t.Errorf("found %d example files; the walk is looking in the wrong place", n)
 	}
 }
+
+// TestNew: New rebuilds a capture outside a test, Close removes it, an
+// unknown name is an error, and a verb that fails panics.
+func TestNew(t *testing.T) {
+	c := qt.New(t)
+	_, err := mdtest.New("no-such-capture")
+	c.Check(err, qt.ErrorMatches, `mdtest: no capture "no-such-capture"; there are boot-mirror, .*`)
+	s, err := mdtest.New("raid1-v1.2")
+	c.Assert(err, qt.IsNil)
+	_, err = os.Stat(s.SysRoot())
+	c.Assert(err, qt.IsNil)
+	c.Check(func() { s.Fail("vdz") }, qt.PanicMatches, `mdtest: .*`)
+	c.Assert(s.Close(), qt.IsNil)
+	_, err = os.Stat(s.SysRoot())
+	c.Check(err, qt.ErrorIs, fs.ErrNotExist)
+}
