@@ -161,7 +161,7 @@ func TestWatchFixture(t *testing.T) {
 }
 
 func TestWatchRefusesHealWithoutStore(t *testing.T) {
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	_, err := Start(context.Background(), m, &Options{Heal: true})
 	qt.Assert(t, err, qt.ErrorMatches, "md: watch: heal needs a Store of slot records")
 }
@@ -179,7 +179,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 // runs.
 func TestWatchHealEvents(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	w := &watcher{m: m, o: (&Options{}).withDefaults(), refused: map[string]string{}}
 	rs := mdtest.RecordsOf(t, mirrorHealthy())
 	ctx := context.Background()
@@ -225,7 +225,7 @@ func TestWatchHealEvents(t *testing.T) {
 // were sent, however many rescans follow.
 func TestWatchReady(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var st store.Memory
@@ -264,7 +264,7 @@ func TestWatchReady(t *testing.T) {
 // reported once (HealFailed).
 func TestHealFailureReportedOnce(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	w := &watcher{m: m, o: (&Options{Heal: true}).withDefaults(), refused: map[string]string{}}
 	r := report(mirrorMissing())
 	d := md.Decision{Array: "md127", UUID: r.Arrays[0].UUID, Slot: 1, ByPath: mdtest.ByPathOf(1), Device: "vdc", Disk: "/dev/vdc",
@@ -290,7 +290,7 @@ type snapshotCall struct {
 // the sysfs tree is moved away), then the next good one.
 func TestWatchSnapshot(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, sys := fixtureSystem(t, "boot-mirror")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := make(chan snapshotCall, 1000)
