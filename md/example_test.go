@@ -2,34 +2,27 @@ package md_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/md"
+	"github.com/go-mdraid/mdraid/md/mdtest"
+	"github.com/go-mdraid/mdraid/md/store"
 )
 
 // Discover every array and print its health and slots. The example runs
 // against a capture of a real kernel (a RAID1 whose member 1 failed),
-// rebuilt in a temporary directory; on a live system pass nil to md.Open.
+// rebuilt in a temporary directory by md/mdtest; on a live system pass
+// nil to md.Open.
 func ExampleManager_Discover() {
-	dir, err := os.MkdirTemp("", "md-example-")
+	sys, err := mdtest.New("raid1-failed")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	capture, err := fixture.LoadCase(filepath.Join("..", "testdata", "fixtures", "raid1-failed"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	sys, dev, err := capture.Materialize(dir)
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer sys.Close()
 
-	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+	m, err := md.Open(sys.Config())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,4 +48,111 @@ func ExampleManager_Discover() {
 	//   slot 0 active vda pci-0000:00:10.0
 	//   slot 1 missing
 	//   faulty vdb pci-0000:00:11.0
+}
+
+// Read one array by its name. An array is named as in the package
+// documentation ("Naming arrays"): its kernel name, device node, name or
+// UUID. This is the boot mirror of a Talos-style node, captured on Linux
+// 7.2.
+func ExampleManager_Status() {
+	sys, err := mdtest.New("boot-mirror-k7.2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sys.Close()
+	m, err := md.Open(sys.Config())
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	a, err := m.Status(context.Background(), "boot")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(a.Device, a.Name, a.Metadata, a.Level, a.Availability)
+	_, err = m.Status(context.Background(), "data")
+	fmt.Println(errors.Is(err, md.ErrNoArray))
+	// Output:
+	// md127 boot 1.0 raid1 online
+	// true
+}
+
+// Plan the replacement of a failed member without writing anything: the
+// plan lists every check and every step the executor would take
+// (Manager.ExecuteReplace plans again under the array's lock and carries
+// it out). The new disk is a blank image that md/mdtest put in a free
+// port; AllowImageFile, which only tests set, accepts an image file as
+// the disk.
+func ExampleManager_PlanReplace() {
+	sys, err := mdtest.New("raid1-failed")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sys.Close()
+	disk := sys.AddDisk("vdz", "pci-0000:00:18.0", 64<<20)
+	m, err := md.Open(sys.Config())
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	plan, err := m.PlanReplace(context.Background(), md.ReplaceRequest{
+		Array: "md0", Member: "vdb", With: disk, AllowImageFile: true,
+	})
+	if err != nil {
+		log.Fatal(err) // a *md.RefusedError (errors.Is(err, md.ErrRefused)) says why
+	}
+	fmt.Println("slot", plan.Slot, "remove", plan.Remove.Device)
+	for _, s := range plan.Steps {
+		fmt.Println(" ", s.Kind)
+	}
+	// Output:
+	// slot 1 remove vdb
+	//   freeze
+	//   claim
+	//   remove
+	//   write-superblock
+	//   add
+	//   set-slot
+	//   unfreeze
+	//   verify
+}
+
+// One heal pass in dry-run mode over an array recorded while healthy:
+// the record (kept in a store; md/store.File on a node) names the port
+// of each slot, and heal looks there for a disk to rebuild onto. It
+// writes nothing and says what it would do for each slot, and why.
+func ExampleManager_Heal() {
+	sys, err := mdtest.New("raid1-v1.2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sys.Close()
+	m, err := md.Open(sys.Config())
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	records := &store.Memory{}
+	if _, err := m.Record(ctx, md.RecordOptions{Store: records}); err != nil {
+		log.Fatal(err)
+	}
+
+	pass := func() {
+		decisions, err := m.Heal(ctx, md.HealOptions{Store: records, DryRun: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, d := range decisions {
+			fmt.Println(d.Array, "slot", d.Slot, d.ByPath, d.Device, d.Outcome, errors.Is(d.Err, md.ErrRefused))
+		}
+	}
+	pass()
+	// The kernel fails vdb, which stays in its port: heal offers the disk
+	// it finds there to the replace planner, which refuses it (a disk
+	// that is no blank block device is never written to).
+	sys.Fail("vdb")
+	pass()
+	// Output:
+	// md0 slot -1   skipped false
+	// md0 slot 1 pci-0000:00:11.0 vdb refused true
 }

@@ -83,8 +83,7 @@ type replaceRig struct {
 }
 
 // newReplaceRig is fixtureManager on the named capture with a fake kernel,
-// a run directory, an empty mount table and the array's
-// queue/logical_block_size.
+// a run directory and an empty mount table.
 func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	t.Helper()
 	fc := fixture.Named(t, fixtureName)
@@ -92,15 +91,6 @@ func newReplaceRig(t testing.TB, fixtureName string) *replaceRig {
 	dir := t.TempDir()
 	mi := filepath.Join(dir, "mountinfo")
 	if err := os.WriteFile(mi, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The captures predate recording the array's queue/; every array of
-	// the suite has 512-byte logical blocks.
-	q := m.fs.Path("block", fc.Info.Array, "queue")
-	if err := os.MkdirAll(q, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(q, "logical_block_size"), []byte("512\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	k := &fakeKernel{fs: m.fs}

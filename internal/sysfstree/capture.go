@@ -224,6 +224,11 @@ func (c *Capturer) Array(name string) error {
 	if err := c.Tree(dev); err != nil {
 		return err
 	}
+	// Tree skips queue/; a replace plan reads the array's own
+	// logical_block_size.
+	if err := c.queue(dev); err != nil {
+		return err
+	}
 	mdDir := path.Join(dev, "md")
 	names, err := readDirNames(c.abs(mdDir))
 	if err != nil {
@@ -256,10 +261,8 @@ func (c *Capturer) BlockDevice(rel string) error {
 			return err
 		}
 	}
-	for _, q := range []string{"logical_block_size", "physical_block_size", "rotational"} {
-		if _, err := c.record(path.Join(dev, "queue", q)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+	if err := c.queue(dev); err != nil {
+		return err
 	}
 	base := path.Base(dev)
 	for _, l := range []string{path.Join("class/block", base), path.Join("block", base)} {
@@ -279,6 +282,17 @@ func (c *Capturer) BlockDevice(rel string) error {
 		if err := c.Dir(p, func(name string, isLink bool) bool {
 			return (isLink && name != "firmware_node") || ancestorFiles[name]
 		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queue records the block geometry of the block device directory dev:
+// queue/logical_block_size, physical_block_size and rotational.
+func (c *Capturer) queue(dev string) error {
+	for _, q := range []string{"logical_block_size", "physical_block_size", "rotational"} {
+		if _, err := c.record(path.Join(dev, "queue", q)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

@@ -18,9 +18,8 @@ import (
 // mismatch_cnt), and the snapshot is taken by Discover as the watcher
 // takes it.
 func TestDiffCheckFixture(t *testing.T) {
-	fc := loadCase(t, "raid1-v1.2")
-	m, sys := fixtureSystem(t, fc)
-	dir := filepath.Join(sys, "block", fc.Info.Array, "md")
+	m, sys := fixtureSystem(t, "raid1-v1.2")
+	dir := filepath.Join(sys, "block", "md0", "md")
 	steps := []struct {
 		name  string
 		attrs map[string]string

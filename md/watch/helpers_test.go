@@ -6,38 +6,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
+	capture "github.com/go-mdraid/mdraid/md/mdtest"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // t0 is the time stamped on test events.
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// loadCase loads a real capture from testdata/fixtures.
-func loadCase(t testing.TB, name string) *fixture.Case {
+// fixtureSystem rebuilds the named real capture with md/mdtest and
+// returns a Manager on it with the sysfs root.
+func fixtureSystem(t testing.TB, name string) (*md.Manager, string) {
 	t.Helper()
-	return fixture.Named(t, name)
-}
-
-// fixtureSystem rebuilds a captured system (the sysfs tree, and each
-// member as a sparse image under the dev root) and returns a Manager on
-// it with the sysfs root.
-func fixtureSystem(t testing.TB, fc *fixture.Case) (*md.Manager, string) {
-	t.Helper()
-	sys, dev := fc.System(t)
-	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
+	sys := capture.Capture(t, name)
+	m, err := md.Open(sys.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, sys
+	return m, sys.SysRoot()
 }
 
 // fixtureArray returns the one array of the named real capture.
 func fixtureArray(t testing.TB, name string) md.Array {
 	t.Helper()
-	m, _ := fixtureSystem(t, loadCase(t, name))
+	m, _ := fixtureSystem(t, name)
 	r, err := m.Discover(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/md"
+	capture "github.com/go-mdraid/mdraid/md/mdtest"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -28,7 +29,8 @@ import (
 // and the sysfs directory of each array's md/ (and "sys": the root).
 func twoMirrors(t *testing.T, clock func() time.Time) (*md.Manager, map[string]string) {
 	t.Helper()
-	sys, dev := loadCase(t, "raid1-v1.2").System(t)
+	rebuilt := capture.Capture(t, "raid1-v1.2")
+	sys, dev := rebuilt.SysRoot(), rebuilt.DevRoot()
 	virt := filepath.Join(sys, "devices", "virtual", "block")
 	if err := copyTree(filepath.Join(virt, "md0"), filepath.Join(virt, "md1")); err != nil {
 		t.Fatal(err)
@@ -579,7 +581,8 @@ func TestNotifiedState(t *testing.T) {
 // as the re-read's events are.
 func TestEarlyOnlyForRealFailures(t *testing.T) {
 	c := qt.New(t)
-	sys, dev := loadCase(t, "raid1-recovering").System(t)
+	rebuilt := capture.Capture(t, "raid1-recovering")
+	sys, dev := rebuilt.SysRoot(), rebuilt.DevRoot()
 	m, err := md.Open(&md.Config{SysRoot: sys, DevRoot: dev})
 	c.Assert(err, qt.IsNil)
 	s := startStepped(t, m)

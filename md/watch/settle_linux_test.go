@@ -22,7 +22,7 @@ import (
 // signalled).
 func TestSettleRescanSeesDeferredRemoval(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(t, loadCase(t, "raid1-failed"))
+	m, sys := fixtureSystem(t, "raid1-failed")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := (&Options{Rescan: time.Hour, Mdstat: filepath.Join(t.TempDir(), "no-mdstat"),

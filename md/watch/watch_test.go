@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-mdraid/mdraid/internal/mdtest"
 	"github.com/go-mdraid/mdraid/md"
+	capture "github.com/go-mdraid/mdraid/md/mdtest"
 	"github.com/go-mdraid/mdraid/md/store"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
@@ -96,7 +97,9 @@ func (s *scanCounter) fullRescans(t testing.TB, n int) {
 // the kernel's notifications.
 func TestWatchFixture(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	sys := capture.Capture(t, "boot-mirror")
+	m, err := md.Open(sys.Config())
+	c.Assert(err, qt.IsNil)
 	before := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -123,11 +126,7 @@ func TestWatchFixture(t *testing.T) {
 
 	// vdb fails and leaves its slot, as md_error and the recovery thread
 	// would show it.
-	dev := filepath.Join(sys, "devices", "virtual", "block", "md127", "md", "dev-vdb")
-	for f, v := range map[string]string{"state": "faulty\n", "slot": "none\n"} {
-		c.Assert(os.WriteFile(filepath.Join(dev, f), []byte(v), 0o644), qt.IsNil)
-	}
-	c.Assert(os.WriteFile(filepath.Join(sys, "devices", "virtual", "block", "md127", "md", "degraded"), []byte("1\n"), 0o644), qt.IsNil)
+	sys.Fail("vdb")
 	e = next(t, ch)
 	c.Assert(e.Type, qt.Equals, Fail)
 	c.Assert(e.Member, qt.Equals, "vdb")
@@ -162,7 +161,7 @@ func TestWatchFixture(t *testing.T) {
 }
 
 func TestWatchRefusesHealWithoutStore(t *testing.T) {
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	_, err := Start(context.Background(), m, &Options{Heal: true})
 	qt.Assert(t, err, qt.ErrorMatches, "md: watch: heal needs a Store of slot records")
 }
@@ -180,7 +179,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 // runs.
 func TestWatchHealEvents(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	w := &watcher{m: m, o: (&Options{}).withDefaults(), refused: map[string]string{}}
 	rs := mdtest.RecordsOf(t, mirrorHealthy())
 	ctx := context.Background()
@@ -226,7 +225,7 @@ func TestWatchHealEvents(t *testing.T) {
 // were sent, however many rescans follow.
 func TestWatchReady(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var st store.Memory
@@ -265,7 +264,7 @@ func TestWatchReady(t *testing.T) {
 // reported once (HealFailed).
 func TestHealFailureReportedOnce(t *testing.T) {
 	c := qt.New(t)
-	m, _ := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, _ := fixtureSystem(t, "boot-mirror")
 	w := &watcher{m: m, o: (&Options{Heal: true}).withDefaults(), refused: map[string]string{}}
 	r := report(mirrorMissing())
 	d := md.Decision{Array: "md127", UUID: r.Arrays[0].UUID, Slot: 1, ByPath: mdtest.ByPathOf(1), Device: "vdc", Disk: "/dev/vdc",
@@ -291,7 +290,7 @@ type snapshotCall struct {
 // the sysfs tree is moved away), then the next good one.
 func TestWatchSnapshot(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(t, loadCase(t, "boot-mirror"))
+	m, sys := fixtureSystem(t, "boot-mirror")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := make(chan snapshotCall, 1000)
