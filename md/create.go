@@ -97,6 +97,9 @@ type CreateDevice struct {
 	// a mount, a holder, an open descriptor), or is empty when nothing
 	// does.
 	InUse string
+	// Unknown says which facts of the device could not be established,
+	// and why; empty when all were. A device with one is refused.
+	Unknown string
 }
 
 // absent reports whether d stands for an empty slot.
@@ -115,6 +118,9 @@ type CreateFacts struct {
 	// DeviceUUIDs has one UUID for each of Devices (entries for Missing
 	// slots are ignored).
 	DeviceUUIDs []uuid.UUID
+	// ArrayInUse says why the md device asked for cannot be made (its
+	// /dev/md/NAME exists, its number is taken, ...); empty when it can.
+	ArrayInUse string
 	// MDMinor is the minor number of the md device the array will be
 	// (0.90 md_minor, and the default name for /dev/mdN).
 	MDMinor uint32
@@ -409,6 +415,9 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	}
 	p.Name = full
 	check("name", "%q", full)
+	if f.ArrayInUse != "" {
+		return nil, refuseCreate(a, "array", "%s", f.ArrayInUse)
+	}
 
 	// Devices: present, blank, unused, one block size.
 	var first *CreateDevice
@@ -431,6 +440,9 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			return nil, refuseCreate(a, "devices", "%s is named twice", d.Path)
 		}
 		seen[d.Path] = true
+		if d.Unknown != "" {
+			return nil, refuseCreate(a, "facts", "%s: cannot establish %s", d.Path, d.Unknown)
+		}
 		if d.InUse != "" {
 			return nil, refuseCreate(a, "in-use", "%s is in use: %s", d.Path, d.InUse)
 		}
