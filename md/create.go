@@ -77,6 +77,9 @@ type CreateRequest struct {
 	// Devices are the member devices in slot order; Missing leaves a
 	// slot empty.
 	Devices []string
+	// AllowImageFile accepts regular files as devices. It exists for
+	// tests; mdctl never sets it.
+	AllowImageFile bool `json:"-"`
 }
 
 // CreateDevice is what was found out about one device of a create

@@ -126,7 +126,7 @@ func (m *Manager) target(array string, entries []mapfile.Entry) (createTarget, s
 func createDeviceFacts(c *Candidate) CreateDevice {
 	d := CreateDevice{Path: c.Path, SizeBytes: c.SizeBytes, LogicalBlockSize: uint32(c.LogicalBlockSize)}
 	var use []string
-	if !c.BlockDevice {
+	if !c.BlockDevice && !c.Image {
 		use = append(use, "not a block device")
 	}
 	if c.IsArray {
@@ -175,7 +175,7 @@ func (m *Manager) gatherCreate(req CreateRequest, entries []mapfile.Entry) (Crea
 			f.Devices = append(f.Devices, CreateDevice{Path: p, Missing: true})
 			continue
 		}
-		c := m.candidateFacts(p, false)
+		c := m.candidateFacts(p, req.AllowImageFile)
 		cands[p] = c
 		f.Devices = append(f.Devices, createDeviceFacts(c))
 	}
