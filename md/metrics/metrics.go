@@ -57,9 +57,11 @@
 // with node_md_blocks_synced 0; node_md_disks{state="spare"} counts the
 // members mdstat marks (S), not those being rebuilt; node_md_degraded is
 // 0 where the kernel has no degraded attribute (raid0, linear, an
-// inactive array). A test of cmd/mdctl runs procfs's parsers on every
-// real capture in testdata/fixtures and compares. What remains different,
-// and why:
+// inactive array). Tests of cmd/mdctl run procfs's parsers, and Debian's
+// prometheus-node-exporter binary with only its md collector, on every
+// real capture in testdata/fixtures (from 6.1, 6.12 and 7.2) and compare
+// each series, and with the binary also HELP and TYPE. What remains
+// different, and why:
 //
 //   - node_md_blocks_synced while a sync runs: node_exporter reads
 //     mdstat's position (the kernel's current position less the I/O in
@@ -75,6 +77,8 @@
 //     Mdraids cannot parse that value, so node_exporter's collector fails
 //     after the mdstat series and sends no node_md_raid_disks or
 //     node_md_degraded for any array while it lasts; mdctl sends both.
+//   - Debian bookworm's node_exporter 1.5.0 has no node_md_raid_disks
+//     or node_md_degraded at all (later versions read them from sysfs).
 //
 // # Mismatches and checks
 //
