@@ -55,13 +55,17 @@
 // particular a resync that has not started, pending or delayed (mdstat
 // resync=PENDING or resync=DELAYED), is node_md_state{state="resync"} 1
 // with node_md_blocks_synced 0; node_md_disks{state="spare"} counts the
-// members mdstat marks (S), not those being rebuilt; node_md_degraded is
+// members mdstat marks (S), not those being rebuilt, and
+// node_md_disks{state="active"} is 0 for an inactive array (mdstat has
+// no [n/m] for it); node_md_degraded is
 // 0 where the kernel has no degraded attribute (raid0, linear, an
 // inactive array). Tests of cmd/mdctl run procfs's parsers, and Debian's
 // prometheus-node-exporter binary with only its md collector, on every
 // real capture in testdata/fixtures (from 6.1, 6.12 and 7.2) and compare
-// each series, and with the binary also HELP and TYPE. What remains
-// different, and why:
+// each series, and with the binary also HELP and TYPE; a VM test runs
+// that binary in the guest beside mdctl on live arrays (healthy,
+// degraded, recovering, a pending resync, inactive) on every kernel of
+// the matrix. What remains different, and why:
 //
 //   - node_md_blocks_synced while a sync runs: node_exporter reads
 //     mdstat's position (the kernel's current position less the I/O in

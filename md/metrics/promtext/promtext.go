@@ -247,16 +247,24 @@ func (c *collector) array(a *md.Array) {
 	for _, s := range []string{"active", "inactive", "recovering", "resync", "check"} {
 		c.gauge(c.state, b2f(s == state), dev, s)
 	}
-	c.gauge(c.disks, float64(a.Counts.Active), dev, "active")
-	c.gauge(c.disks, float64(a.Counts.Failed), dev, "failed")
-	// node_exporter counts the members /proc/mdstat marks (S): those
-	// without a slot that have not failed (a member being rebuilt holds
-	// its slot), and every member of an inactive array. mdadm's spare
-	// count (Counts.Spare) includes the members being rebuilt.
-	spares := len(a.Spares)
+	// node_exporter counts the active members from mdstat's [n/m], which
+	// an inactive array does not have, and the spares as the members
+	// mdstat marks (S): those without a slot that have not failed (a
+	// member being rebuilt holds its slot; mdadm's spare count,
+	// Counts.Spare, includes it). In an inactive array those are the
+	// members the kernel shows as spare: assembled ones waiting for the
+	// start, not those of an array stopped with its members kept.
+	active, spares := a.Counts.Active, len(a.Spares)
 	if a.Availability == md.Inactive {
-		spares = a.Counts.Spare
+		active, spares = 0, 0
+		for _, m := range a.Members() {
+			if m.Flags.Has(sysfs.FlagSpare) && !m.Flags.Failed() {
+				spares++
+			}
+		}
 	}
+	c.gauge(c.disks, float64(active), dev, "active")
+	c.gauge(c.disks, float64(a.Counts.Failed), dev, "failed")
 	c.gauge(c.disks, float64(spares), dev, "spare")
 	c.gauge(c.disksRequired, float64(a.RaidDisks), dev)
 	c.gauge(c.raidDisks, float64(a.RaidDisks), dev)
