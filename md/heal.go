@@ -460,7 +460,11 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is %s", ErrHealDeferred, k))
 			continue
 		}
-		if a.Activity.Pending != "" {
+		// A delayed sync is about to run. A pending resync (Activity
+		// Pending "pending", new with issue 31) defers nothing, as
+		// before: it waits for a first write on a read-auto array, and
+		// a frozen one is deferred above.
+		if a.Activity.Pending == PendingDelayed {
 			whole(OutcomeRefused, fmt.Errorf("%w: a sync is %s", ErrHealDeferred, a.Activity.Pending))
 			continue
 		}

@@ -280,12 +280,12 @@ func decideRun(s *snapshot) error {
 	if len(s.members) == 0 {
 		return fmt.Errorf("%w: %s has no members", errNotEnough, s.name)
 	}
-	inSync := make([]bool, a.RaidDisks)
-	for _, sl := range a.Slots {
-		inSync[sl.Slot] = sl.State == SlotActive || sl.State == SlotAssembled
-	}
-	if a.RaidDisks == 0 || !survives(a.Level, a.Layout, inSync) {
-		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
+	if o := a.Run; o == nil || !o.CanRun {
+		slots := 0
+		if o != nil {
+			slots = o.Slots
+		}
+		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, slots, a.RaidDisks)
 	}
 	return nil
 }
