@@ -14,8 +14,9 @@ package main
 // The host-dependent parts are fixed through the roots the CLI already
 // takes: each test changes into a fresh directory and passes --sysfs sys
 // --dev dev (relative), so every device path reads dev/vda whatever the
-// temporary directory is. Examine's argument, which kong makes absolute
-// (type:"path"), cannot be fixed that way and is replaced. The report
+// temporary directory is (examine's arguments dev/vda are paths by the
+// device argument rule, taken as given; an absolute one would be made
+// relative by the replacement). The report
 // time of a whole-system status comes from the clock, which the test
 // pins (md.Config.Now); status with named arrays shows the zero time.
 
@@ -137,7 +138,7 @@ func TestGoldenExamine(t *testing.T) {
 			flags, fc := goldenCase(t, name)
 			wd, err := os.Getwd()
 			qt.Assert(t, err, qt.IsNil)
-			// kong's type:"path" makes the arguments absolute.
+			// Paths printed absolute are made relative to the working directory.
 			fix := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
 			// The capture's roots: 0.90 rows name the nodes of its system.
 			args := append([]string{"examine"}, flags...)

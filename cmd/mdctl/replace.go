@@ -18,7 +18,7 @@ import (
 // ReplaceCmd is `mdctl replace`.
 type ReplaceCmd struct {
 	Array  string `arg:"" predictor:"array" help:"The array (md127, /dev/md127, /dev/md/boot or a name)."`
-	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk."`
+	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk: a kernel name (sdc, that is /dev/sdc) or a path (/dev/disk/by-id/...)."`
 	Slot   *int   `name:"slot" placeholder:"N" help:"The slot to fill; needed when several slots are empty."`
 	Member string `name:"member" placeholder:"OLD" help:"The old member: a faulty member to remove first, or with --hot the live member to replace."`
 	DryRun bool   `name:"dry-run" help:"Print the plan and every check; write nothing."`
