@@ -377,7 +377,10 @@ func TestGoldenCheckResults(t *testing.T) {
 		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5", "check", 8)},
 		{Array: "md3", Level: "raid6", Action: "check", Result: md.CheckStopped, MismatchSectors: 0, SizeSectors: 129024, PositionSectors: 49152, CursorSaved: true},
 		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1", "repair", 128)},
-		{Array: "md5", Level: "raid1", Result: md.CheckSkipped},
+		{Array: "md5", Level: "raid1", Result: md.CheckSkipped, Skipped: "no unfinished pass to continue"},
+		{Array: "md6", Level: "raid0", Result: md.CheckSkipped, Skipped: "level raid0 has no redundancy to check"},
+		{Array: "md7", Level: "raid1", Action: "check", Result: md.CheckWouldStart, SizeSectors: 129024, ResumedFrom: 49152},
+		{Array: "md8", Level: "raid1", Action: "check", Result: md.CheckWouldStop, SizeSectors: 129024, PositionSectors: 1024},
 	} {
 		printCheck(&out, r)
 	}
