@@ -39,7 +39,8 @@ const (
 
 // IncrementalRequest is one device for Manager.Incremental.
 type IncrementalRequest struct {
-	// Device is the block device's path ("/dev/sdb1").
+	// Device is the block device: a path ("/dev/sdb1") or a kernel name
+	// ("sdb1"), by the rule of Manager.DevicePath.
 	Device string
 	// Run starts the array as soon as enough members are present,
 	// read-auto, rather than waiting for all it expects (mdadm -I
@@ -172,6 +173,7 @@ func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*Inc
 		return nil, fmt.Errorf("md: %w", err)
 	}
 	defer l.Unlock()
+	req.Device = m.DevicePath(req.Device)
 	return m.withProbes().incremental(req, l, nil)
 }
 

@@ -25,7 +25,8 @@ import (
 type AssembleRequest struct {
 	// Devices are the block devices to look at; empty means every block
 	// device of the machine (whole disks, partitions and md arrays), in
-	// the kernel's order of names.
+	// the kernel's order of names. Each is a path or a kernel name, by
+	// the rule of Manager.DevicePath.
 	Devices []string
 	// Array, if set, limits assembly to the array with this UUID (either
 	// text form) or name.
@@ -130,6 +131,13 @@ var errFatal = errors.New("md: assembly cannot go on")
 // they are the ones one device after the other would give.
 func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
 	m = m.withProbes()
+	if len(req.Devices) > 0 {
+		devs := make([]string, len(req.Devices))
+		for i, d := range req.Devices {
+			devs[i] = m.DevicePath(d)
+		}
+		req.Devices = devs
+	}
 	m.uevents = &ueventQueue{first: map[string]int{}, last: map[string]indexedResult{}}
 	defer m.flushUevents()
 	res := &AssembleResult{}

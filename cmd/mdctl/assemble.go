@@ -23,7 +23,7 @@ type AssembleCmd struct {
 	Names          []string `name:"name" sep:"," help:"With --scan, only the arrays with these names."`
 	Verbose        bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
 	Array          string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
-	Devices        []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
+	Devices        []string `arg:"" optional:"" help:"Only these devices, kernel names (sdb1) or paths (default: every block device)."`
 }
 
 // Validate insists on --scan or an array.

@@ -87,9 +87,9 @@ var exitTable = []exitGroup{
 		{exitPartial, "adding a disk failed"},
 	}},
 	{[]string{"check"}, []exitRow{
-		{exitOK, "checked without mismatches, a repair completed, started (without --wait/--duration), or nothing to continue"},
+		{exitOK, "checked without mismatches, a repair completed, started (without --wait/--duration), the dry run's checks passed, or nothing to continue; with --all, arrays skipped because there is nothing to check now (no redundancy, not running, read-only, degraded, a sync running), each named with why"},
 		{exitMismatches, "a check found mismatches"},
-		{exitRefused, "refused, nothing written: " + noSuchArray + ", an array that cannot be checked, an untrusted store"},
+		{exitRefused, "refused, nothing written: " + noSuchArray + ", a named array that cannot be checked, with --all an array that should be checkable and is not (facts unreadable, recovery frozen, sync_max set), an untrusted store"},
 		{exitPartial, "failed"},
 	}},
 	{[]string{"incremental"}, []exitRow{

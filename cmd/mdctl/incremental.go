@@ -15,7 +15,7 @@ import (
 
 // IncrementalCmd is `mdctl incremental`.
 type IncrementalCmd struct {
-	Device    string `arg:"" type:"path" help:"The block device to add (what udev found)."`
+	Device    string `arg:"" help:"The block device to add (what udev found): a kernel name (sdb1) or a path."`
 	Start     bool   `name:"run" help:"Start the array as soon as enough members are present (read-auto), without waiting for the rest."`
 	AddSpares bool   `name:"add-spares" help:"Hot-add the device to its running array when its superblock makes it a spare, as mdadm does (default: refused, since a degraded array rebuilds onto it at once)."`
 	Export    bool   `help:"Print the udev keys of mdadm --incremental --export (MD_DEVICE, MD_DEVNAME, MD_FOREIGN, MD_STARTED) instead of text."`

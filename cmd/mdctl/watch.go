@@ -21,7 +21,7 @@ import (
 
 // WatchCmd is `mdctl watch`.
 type WatchCmd struct {
-	JSON   bool           `name:"json" help:"Print one JSON object per event and line (schema: go doc watch.Event)."`
+	JSON   bool           `name:"json" help:"Print one JSON object per event and line: event, time, array, array_path, and as the event has them uuid, name, member, member_path, slot, by_path, action, percent, spares, expected, reason."`
 	Store  string         `name:"store" placeholder:"FILE" help:"Record healthy arrays in this slot record file (SlotRecorded)."`
 	Heal   bool           `name:"heal" help:"Heal degraded arrays from the records in --store: a blank disk in a failed member's recorded port is added to its slot."`
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
