@@ -50,6 +50,14 @@ func (a Array) SetSyncMin(sectors uint64) error {
 	return writeAttr(a.Path("sync_min"), strconv.FormatUint(sectors, 10))
 }
 
+// SetSafeModeDelay writes safe_mode_delay: seconds ("0.001"), "0"
+// turning safe mode off. A delay shorter than the one set makes the
+// kernel look for a clean state within a jiffy; clustered arrays refuse
+// it (EINVAL).
+func (a Array) SetSafeModeDelay(seconds string) error {
+	return writeAttr(a.Path("safe_mode_delay"), seconds)
+}
+
 // WriteState writes cmd to the member's state. See [MemberCommand] for
 // the commands and their quirks; the kernel rejects unknown ones with
 // EINVAL.
