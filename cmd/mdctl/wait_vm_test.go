@@ -104,9 +104,11 @@ func TestVMWait(t *testing.T) {
 	}
 	c.Check(guest.ReadAttr(c, md, "sync_action"), qt.Equals, "recover")
 	guest.WriteAttr(c, md, "sync_max", "max")
+	released := time.Now()
 	var r result
 	select {
 	case r = <-done:
+		t.Logf("FACT: mdctl wait returned %v after sync_max was released", time.Since(released).Round(time.Millisecond))
 	case <-time.After(guest.SyncTimeout):
 		c.Fatalf("mdctl wait did not return %v after the recovery was released\n%s", guest.SyncTimeout, guest.MDStat(c))
 	}
@@ -156,6 +158,7 @@ func TestVMWaitClean(t *testing.T) {
 	}
 
 	code, out, errOut := runCLI(t, "wait", "--clean", "--timeout=60s", "/dev/md/cleanme")
+	t.Logf("mdctl wait --clean /dev/md/cleanme: exit %d\n%s%s", code, out, errOut)
 	c.Assert(code, qt.Equals, exitOK, qt.Commentf("%s%s", out, errOut))
 	c.Check(out, qt.Equals, fmt.Sprintf("%s: clean, was active (safe_mode_delay %s, written back); the superblocks of %s, %s say clean.\n", md, delay, disks[0].Name, disks[1].Name))
 	c.Check(guest.ReadAttr(c, md, "array_state"), qt.Equals, "clean")
