@@ -89,3 +89,13 @@ func TestWaitCleanCLI(t *testing.T) {
 	c.Check(code, qt.Equals, exitWaitNoArray)
 	c.Check(errOut, qt.Equals, "mdctl: error: nope: md: no such array: nope\n")
 }
+
+// TestWatchLastResortFlag: a negative --last-resort is a usage error.
+func TestWatchLastResortFlag(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	code, out, errOut := runCLI(t, append([]string{"watch", "--last-resort=-1s"}, flags...)...)
+	c.Check(code, qt.Equals, exitUsage)
+	c.Check(out, qt.Equals, "")
+	c.Check(errOut, qt.Contains, "--last-resort must not be negative")
+}
