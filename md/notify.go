@@ -7,11 +7,12 @@ import (
 )
 
 // attrWatch is one sysfs attribute held open to be read and polled. The
-// kernel signals a change of the attributes wait and wait --clean follow
-// (sync_action at the start and the end of every sync, array_state when
-// the array turns clean or active: md.c sysfs_notify_dirent_safe, Linux
-// 6.1 to 7.2) with POLLPRI|POLLERR once the file was read; each Read
-// reads it from offset 0, which re-arms it (kernfs_generic_poll).
+// kernel signals a change of an md attribute it notifies with
+// POLLPRI|POLLERR once the file was read (kernfs_generic_poll; md/watch
+// relies on the same); each Read reads it from offset 0, which re-arms
+// it. Wait and WaitClean read again at least every waitBackstop, so that
+// a change the kernel does not notify is late, never lost. What the VM
+// tests saw of sync_action and array_state is in docs/kernels.md §10.
 type attrWatch interface {
 	// Read returns the attribute's value without the newline, re-arming
 	// the watch.

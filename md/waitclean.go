@@ -238,10 +238,11 @@ func (m *Manager) awaitClean(ctx context.Context, a sysfs.Array, until time.Time
 		return fmt.Errorf("watching array_state: %w", err)
 	}
 	defer w.Close()
-	// The kernel marks the array clean (in_sync) before its thread
-	// writes the superblocks (md_check_recovery: set_in_sync, then
-	// md_update_sb), and array_state does not signal the write: the
-	// superblocks are read again after short waits, growing from 10 ms.
+	// array_state may read clean a moment before the superblocks are
+	// written (the md thread marks the array in sync, then writes
+	// them), and no attribute is known to signal that write: the
+	// superblocks are read again after short waits, growing from 10 ms
+	// to 500 ms, until the deadline.
 	step := 10 * time.Millisecond
 	for {
 		v, err := w.Read()

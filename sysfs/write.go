@@ -51,9 +51,9 @@ func (a Array) SetSyncMin(sectors uint64) error {
 }
 
 // SetSafeModeDelay writes safe_mode_delay: seconds ("0.001"), "0"
-// turning safe mode off. A delay shorter than the one set makes the
-// kernel look for a clean state within a jiffy; clustered arrays refuse
-// it (EINVAL).
+// turning safe mode off. Lowered on an active array that nothing writes,
+// it has the kernel mark the array clean and write its superblocks so
+// (docs/kernels.md §10).
 func (a Array) SetSafeModeDelay(seconds string) error {
 	return writeAttr(a.Path("safe_mode_delay"), seconds)
 }
