@@ -18,6 +18,9 @@ type SyncWaitRequest struct {
 	Arrays []string
 	// Scan waits for every array instead; Arrays must then be empty.
 	Scan bool
+	// DryRun, for WaitClean only, plans as the real run does and writes
+	// nothing (CleanWouldClean, with the writes it would make).
+	DryRun bool
 	// Timeout bounds the whole wait (all arrays together); zero waits
 	// as long as it takes for Wait, and 5 seconds for WaitClean (as
 	// mdadm --wait-clean waits).

@@ -28,6 +28,9 @@ const (
 	// CleanTimedOut: writes kept the array active (or its superblocks
 	// unwritten) past the timeout; safe_mode_delay is restored.
 	CleanTimedOut CleanOutcome = "timeout"
+	// CleanWouldClean: a dry run found the array active; Writes are
+	// the writes the real run would make (nothing written).
+	CleanWouldClean CleanOutcome = "would-clean"
 	// CleanFailed: a fact could not be read (nothing written), or a
 	// write failed (Err says exactly what was changed).
 	CleanFailed CleanOutcome = "failed"
@@ -136,8 +139,9 @@ func planClean(f cleanFacts) (*cleanPlan, CleanOutcome, string, error) {
 // clean, inactive or read-only, and one with external metadata, are
 // reported and left alone. Each array's plan is made from facts read
 // once and made again just before the write. req.Timeout bounds the
-// wait (DefaultCleanTimeout when zero). Every write is in
-// CleanResult.Writes; a failure's message says what was changed.
+// wait (DefaultCleanTimeout when zero); req.DryRun plans and writes
+// nothing. Every write is in CleanResult.Writes; a failure's message
+// says what was changed.
 func (m *Manager) WaitClean(ctx context.Context, req SyncWaitRequest) ([]CleanResult, error) {
 	names, bad, err := m.waitTargets(ctx, req, "wait-clean")
 	if err != nil {
@@ -159,7 +163,7 @@ func (m *Manager) WaitClean(ctx context.Context, req SyncWaitRequest) ([]CleanRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.cleanOne(ctx, n, until, &res[i])
+			m.cleanOne(ctx, n, until, req.DryRun, &res[i])
 		}()
 	}
 	wg.Wait()
@@ -167,7 +171,7 @@ func (m *Manager) WaitClean(ctx context.Context, req SyncWaitRequest) ([]CleanRe
 }
 
 // cleanOne plans, re-checks and carries out WaitClean for one array.
-func (m *Manager) cleanOne(ctx context.Context, name string, until time.Time, r *CleanResult) {
+func (m *Manager) cleanOne(ctx context.Context, name string, until time.Time, dryRun bool, r *CleanResult) {
 	f, a, err := m.gatherClean(name)
 	if err != nil {
 		r.fail(fmt.Errorf("md: %s: %w", name, err))
@@ -181,6 +185,10 @@ func (m *Manager) cleanOne(ctx context.Context, name string, until time.Time, r 
 	}
 	r.Result, r.Note = out, note
 	if p == nil {
+		return
+	}
+	if dryRun {
+		r.Result, r.Writes = CleanWouldClean, []string{"safe_mode_delay=" + p.Lower, "safe_mode_delay=" + p.Restore}
 		return
 	}
 	if err := ctx.Err(); err != nil {

@@ -120,3 +120,17 @@ func TestWaitCleanNoArray(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(errors.Is(res[0].Err, ErrNoArray), qt.IsTrue)
 }
+
+// TestWaitCleanDryRun: the plan of an active array, nothing written.
+func TestWaitCleanDryRun(t *testing.T) {
+	c := qt.New(t)
+	r := newWaitRig(c, "boot-mirror")
+	r.set(c, "array_state", "active")
+	before := r.snapshotMD(c)
+	res, err := r.m.WaitClean(context.Background(), SyncWaitRequest{Scan: true, DryRun: true})
+	c.Assert(err, qt.IsNil)
+	c.Assert(res, qt.DeepEquals, []CleanResult{{Array: "md127", Result: CleanWouldClean, Before: "active", After: "active",
+		SafeModeDelay: "0.204", Writes: []string{"safe_mode_delay=0.001", "safe_mode_delay=0.204"}}})
+	c.Assert(r.k.Calls(), qt.HasLen, 0)
+	c.Assert(r.snapshotMD(c), qt.DeepEquals, before)
+}

@@ -19,6 +19,7 @@ type WaitCmd struct {
 	Arrays  []string      `arg:"" optional:"" predictor:"array" help:"The arrays to wait for (md127, /dev/md/boot, boot, or a UUID)."`
 	Scan    bool          `help:"Wait for every array."`
 	Clean   bool          `name:"clean" help:"Make the arrays clean now, for a shutdown (as mdadm --wait-clean): lower safe_mode_delay, wait for array_state clean and clean superblocks, write the delay back."`
+	DryRun  bool          `name:"dry-run" help:"With --clean: check as the real run does, print what would be written, write nothing."`
 	Timeout time.Duration `name:"timeout" placeholder:"D" help:"Give up after D (default: as long as it takes; 5s with --clean)."`
 	JSON    bool          `name:"json" help:"Print the results as JSON."`
 }
@@ -27,6 +28,9 @@ type WaitCmd struct {
 func (c *WaitCmd) Validate() error {
 	if c.Scan == (len(c.Arrays) > 0) {
 		return errors.New("name the arrays to wait for, or give --scan for every array")
+	}
+	if c.DryRun && !c.Clean {
+		return errors.New("--dry-run goes with --clean (wait alone writes nothing)")
 	}
 	if c.Timeout < 0 {
 		return errors.New("--timeout must not be negative")
@@ -146,7 +150,7 @@ func printWait(stdout, stderr io.Writer, r md.WaitResult) {
 
 // runClean is wait --clean (md.Manager.WaitClean).
 func (c *WaitCmd) runClean(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	res, err := m.WaitClean(ctx, md.SyncWaitRequest{Arrays: c.Arrays, Scan: c.Scan, Timeout: c.Timeout})
+	res, err := m.WaitClean(ctx, md.SyncWaitRequest{Arrays: c.Arrays, Scan: c.Scan, Timeout: c.Timeout, DryRun: c.DryRun})
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
@@ -203,6 +207,9 @@ func printClean(stdout, stderr io.Writer, r md.CleanResult) {
 			sbs = "the superblocks of " + strings.Join(r.Superblocks, ", ") + " say clean"
 		}
 		printLine(stdout, "%s: %s, was %s (safe_mode_delay %s, written back); %s%s.", r.Array, r.After, r.Before, r.SafeModeDelay, sbs, note)
+	case md.CleanWouldClean:
+		printLine(stdout, "%s: %s: would write %s, wait for clean, then write %s; nothing written (dry run).", r.Array, r.Before,
+			r.Writes[0], r.Writes[len(r.Writes)-1])
 	case md.CleanTimedOut:
 		printLine(stdout, "%s: not clean in time: %s (safe_mode_delay %s, written back).", r.Array, r.Note, r.SafeModeDelay)
 	case md.CleanFailed:

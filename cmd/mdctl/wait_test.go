@@ -78,10 +78,19 @@ func TestWaitCleanCLI(t *testing.T) {
 	c.Check(out, qt.Equals, "md127: already clean; nothing written.\n")
 
 	c.Assert(os.WriteFile(state, []byte("active\n"), 0o644), qt.IsNil)
+	code, out, errOut = runCLI(t, append([]string{"wait", "--clean", "--dry-run", "boot"}, flags...)...)
+	c.Check(code, qt.Equals, exitOK, qt.Commentf("%s%s", out, errOut))
+	c.Check(out, qt.Equals, "md127: active: would write safe_mode_delay=0.001, wait for clean, then write safe_mode_delay=0.204; nothing written (dry run).\n")
+	b, err := os.ReadFile(delay)
+	c.Assert(err, qt.IsNil)
+	c.Check(string(b), qt.Equals, "0.204\n")
+	code, _, _ = runCLI(t, append([]string{"wait", "--dry-run", "boot"}, flags...)...)
+	c.Check(code, qt.Equals, exitUsage)
+
 	code, out, errOut = runCLI(t, append([]string{"wait", "--clean", "--timeout=20ms", "boot"}, flags...)...)
 	c.Check(code, qt.Equals, exitWaitTimeout, qt.Commentf("%s%s", out, errOut))
 	c.Check(out, qt.Equals, "md127: not clean in time: writes kept it active (safe_mode_delay 0.204, written back).\n")
-	b, err := os.ReadFile(delay)
+	b, err = os.ReadFile(delay)
 	c.Assert(err, qt.IsNil)
 	c.Check(string(b), qt.Equals, "0.204\n") // written over in place, as sysfs.writeAttr does
 
