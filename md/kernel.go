@@ -42,6 +42,8 @@ type kernel interface {
 	// SetSyncMax writes md/sync_max: the sector where syncs pause, or
 	// "max" when limit is not Valid.
 	SetSyncMax(array string, limit sysfs.Optional[uint64]) error
+	// SetSafeModeDelay writes md/safe_mode_delay (seconds, "0.001").
+	SetSafeModeDelay(array, seconds string) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -172,6 +174,15 @@ func (k sysKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) error 
 		return a.ResetSyncMax()
 	}
 	return a.SetSyncMax(limit.Value)
+}
+
+// SetSafeModeDelay writes md/safe_mode_delay.
+func (k sysKernel) SetSafeModeDelay(array, seconds string) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetSafeModeDelay(seconds)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

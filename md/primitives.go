@@ -37,6 +37,10 @@ type ops struct {
 	// sleep waits between the reads of a check that is followed; nil
 	// waits on a timer. Tests advance a simulated kernel in it.
 	sleep func(ctx context.Context, d time.Duration) error
+	// watchAttr opens a sysfs attribute to be read and polled (Wait,
+	// WaitClean); nil opens the real one (pollAttr). Tests advance a
+	// simulated kernel in its Wait.
+	watchAttr func(path string) (attrWatch, error)
 }
 
 // Errors of the primitives.

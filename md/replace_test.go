@@ -142,6 +142,13 @@ func (k *fakeKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) erro
 	return k.set(k.attr(array, "sync_max"), v)
 }
 
+func (k *fakeKernel) SetSafeModeDelay(array, seconds string) error {
+	if err := k.record("SetSafeModeDelay", array, seconds); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "safe_mode_delay"), seconds)
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err

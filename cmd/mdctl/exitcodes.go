@@ -104,6 +104,13 @@ var exitTable = []exitGroup{
 		{exitRefused, "a device was refused, or an array left unassembled because two devices claim one slot (each is named; the other arrays are assembled), or no device of the named array was found"},
 		{exitPartial, "a device or an array failed (the kernel refused a device, an array did not start; each named on its own line with every change made and undone; every other array is assembled), or assembly stopped after changing something: the message lists every change"},
 	}},
+	{[]string{"wait"}, []exitRow{
+		{exitOK, "what ran on every array has finished (each line says what it waited for), with --scan also when nothing ran; with --clean, every array is clean (made so, already so, or external metadata left to mdmon), or the dry run planned"},
+		{exitWaitNothing, "nothing ran on a named array, or it stayed frozen (mdadm -W's failure: it did not wait)"},
+		{exitWaitNoArray, noSuchArray},
+		{exitWaitFailed, "an array's attributes could not be read or polled; with --clean, a write failed (the message says exactly what was changed)"},
+		{exitWaitTimeout, "the timeout passed with a sync still running (each line says which and how far); with --clean, writes kept an array active (safe_mode_delay written back)"},
+	}},
 	{[]string{"watch"}, []exitRow{
 		{exitOK, "stopped by SIGINT or SIGTERM; with --test, every output took every test event"},
 		{exitFailure, "the system could not be read or watched; with --test, an output failed"},

@@ -68,6 +68,7 @@ type CLI struct {
 	Record      RecordCmd      `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
 	Check       CheckCmd       `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
 	Heal        HealCmd        `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
+	Wait        WaitCmd        `cmd:"" help:"Wait until no resync, recovery, reshape or check runs on arrays (mdadm -W)."`
 	Watch       WatchCmd       `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
 	Completion  CompletionCmd  `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
 	Help        HelpCmd        `cmd:"" help:"Show help for mdctl or for one command."`

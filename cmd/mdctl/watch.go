@@ -28,6 +28,8 @@ type WatchCmd struct {
 	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
 	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
 
+	LastResort time.Duration `name:"last-resort" placeholder:"D" help:"Start an array that stays inactive for D (since the watch first saw it so) with the members it has, when they can serve its data, as mdctl run does (LastResortStarted); one that cannot is never started (LastResortRefused, once). The last-resort timer of contrib/systemd, for systems without systemd. Off by default."`
+
 	Test          bool     `name:"test" help:"Send one TestMessage event per array through every output (stdout, --exec, --webhook), then exit, as mdadm --monitor --test: 0 when every output took every event, 1 otherwise."`
 	Webhook       []string `name:"webhook" placeholder:"URL" help:"POST each event to URL (repeatable), from a queue that never holds up the watch: a failed POST is tried 4 times in all, waiting 1 s, then 2 s, then 4 s; when 256 events wait, the oldest is dropped and logged."`
 	WebhookFormat string   `name:"webhook-format" enum:"json,alertmanager" default:"json" help:"Body of a --webhook POST: json (the event as --json prints it) or alertmanager (a list of one alert for Alertmanager's /api/v2/alerts, alertname MdraidEvent)."`
@@ -43,6 +45,9 @@ const execTimeout = time.Minute
 func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.Heal && c.Store == "" {
 		return &exitError{code: exitUsage, msg: "--heal needs --store"}
+	}
+	if c.LastResort < 0 {
+		return &exitError{code: exitUsage, msg: "--last-resort must not be negative"}
 	}
 	if c.Exec != "" {
 		// A program that cannot run is found now, not at the first
@@ -102,7 +107,7 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 			logger.Error("webhook", "err", err)
 		}
 	}()
-	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
+	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger, LastResort: c.LastResort}
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}

@@ -64,6 +64,15 @@ type Options struct {
 	// the latest snapshot on such an event may see the array as it was
 	// just before, for the time one array takes to read.
 	Snapshot func(r *md.Report, err error)
+	// LastResort, when positive, starts an array that has stayed
+	// inactive that long since the watcher first saw it so, with the
+	// members it has, when they can serve its data: the decision and
+	// the write of md.Manager.Run (mdctl run), array_state=read-auto.
+	// Each start is LastResortStarted; an array that cannot be started
+	// is LastResortRefused, once per reason, and is never started. It
+	// is the last-resort unit of contrib/systemd for systems without
+	// systemd.
+	LastResort time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -150,6 +159,7 @@ type watcher struct {
 	// looks again and rescans by; default time.Now. A wait that
 	// returns with nothing woken counts as its whole timeout passed.
 	clock func() time.Time
+	lr    lastResort // Options.LastResort's memory
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and
@@ -187,6 +197,9 @@ func (w *watcher) scan(ctx context.Context, ch chan<- Event, names []string) (fu
 		if !w.sys.reconcile(w.m.FS(), w.o.Logger, names) {
 			break
 		}
+	}
+	if !send(ctx, ch, w.lastResortPass(ctx, w.prev)) {
+		return full, false
 	}
 	if w.o.Store == nil {
 		return full, true
