@@ -37,7 +37,7 @@ func TestLastResort(t *testing.T) {
 	}} {
 		c.Run(tt.name, func(c *qt.C) {
 			ctx := context.Background()
-			m, sys := fixtureSystem(c, loadCase(c, "raid5-inactive"))
+			m, sys := fixtureSystem(c, "raid5-inactive")
 			dir, err := filepath.EvalSymlinks(filepath.Join(sys, "block", "md127", "md"))
 			c.Assert(err, qt.IsNil)
 			if tt.drop != "" {
@@ -79,7 +79,7 @@ func TestLastResort(t *testing.T) {
 // TestLastResortOff: without the option nothing is tracked or started.
 func TestLastResortOff(t *testing.T) {
 	c := qt.New(t)
-	m, sys := fixtureSystem(c, loadCase(c, "raid5-inactive"))
+	m, sys := fixtureSystem(c, "raid5-inactive")
 	w := &watcher{m: m, o: (&Options{}).withDefaults()}
 	r, err := m.Discover(context.Background())
 	c.Assert(err, qt.IsNil)
