@@ -145,14 +145,18 @@ func (m *Manager) resolve(name string) (string, error) {
 			unread = append(unread, a)
 		}
 	}
+	sort.Slice(unread, func(i, j int) bool { return lessDevice(unread[i], unread[j]) })
 	switch {
+	case len(found) == 0 && len(unread) > 0:
+		// Not "no such array": the name may be one of these (a user who
+		// may not open the members reads no superblock).
+		return "", &ambiguousError{Name: name, Unread: unread}
 	case len(found) == 0:
 		return "", fmt.Errorf("%w: %s", ErrNoArray, escape.Text(name))
 	case len(found) == 1 && len(unread) == 0:
 		return found[0], nil
 	}
 	sort.Slice(found, func(i, j int) bool { return lessDevice(found[i], found[j]) })
-	sort.Slice(unread, func(i, j int) bool { return lessDevice(unread[i], unread[j]) })
 	return "", &ambiguousError{Name: name, Arrays: found, Unread: unread}
 }
 
@@ -184,7 +188,9 @@ func sameUUID(u, typed string) bool {
 var ErrAmbiguous = errors.New("md: array name is ambiguous")
 
 // ambiguousError is returned for a superblock name that more than one
-// array carries; it lists them all. It matches ErrAmbiguous.
+// array carries, or that no array carries as far as can be read while
+// some arrays' names cannot be read (then Arrays is empty); it lists them
+// all. It matches ErrAmbiguous.
 type ambiguousError struct {
 	Name   string   // the name asked for
 	Arrays []string // kernel names of the arrays that carry it, sorted
@@ -194,6 +200,14 @@ type ambiguousError struct {
 // Error names the candidates; the name is escaped (it may come from a
 // disk).
 func (e *ambiguousError) Error() string {
+	if len(e.Arrays) == 0 {
+		n := "1 array"
+		if len(e.Unread) > 1 {
+			n = fmt.Sprintf("%d arrays", len(e.Unread))
+		}
+		return fmt.Sprintf("md: cannot tell whether %q names an array: cannot read the name of %s (%s), no member's superblock could be read (run as root, or name the array by device)",
+			escape.Text(e.Name), n, strings.Join(e.Unread, ", "))
+	}
 	if len(e.Unread) > 0 {
 		return fmt.Sprintf("%v: %q is the name of %s, and the name of %s cannot be read (no member's superblock could be); name the array by device (%s)",
 			ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Unread, " and "), strings.Join(e.Arrays, ", "))

@@ -45,7 +45,7 @@ type exitGroup struct {
 // noSuchArray is how every command that names an array treats a name
 // that matches no array (or several): for the commands that change
 // something it is a refusal, nothing written.
-const noSuchArray = "no such array (or a name matching several)"
+const noSuchArray = "no such array (or a name matching several, or one that cannot be checked: not root)"
 
 // exitTable is every command's exit codes, in the order the README lists
 // them. The usage error (exitUsage) applies to every command and is the
