@@ -229,6 +229,8 @@ type snapshot struct {
 	raidDisks int
 	// raidDisksBad: raid_disks could not be read or parsed.
 	raidDisksBad bool
+	// stateBad: array_state could not be read or parsed.
+	stateBad bool
 	layout       int64
 	chunk        int64
 	component    uint64 // KiB
@@ -326,6 +328,7 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	}
 	s.state, err = a.State()
 	s.note("array_state", err)
+	s.stateBad = err != nil
 	s.level, err = a.Level()
 	s.note("level", err)
 	s.metadata, err = a.MetadataVersion()

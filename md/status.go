@@ -301,7 +301,7 @@ func (s *snapshot) asBuilt() *snapshot {
 // unknown, inactive, failed, degraded, read-only, online.
 func classify(s *snapshot, running bool, level string, inSync []bool, degraded int) (Availability, Redundancy) {
 	switch {
-	case s.state != "" && !s.state.Known(), running && s.raidDisksBad:
+	case s.stateBad, s.state != "" && !s.state.Known(), running && s.raidDisksBad:
 		// What the kernel says cannot be read as a health: no guess.
 		return Unknown, NoRedundancy
 	case !running:
