@@ -61,13 +61,14 @@ func changeReportOf(array, member string, ch *md.Change, err error) changeReport
 	return r
 }
 
-// printChanges prints the reports as one JSON object.
-func printChanges(w io.Writer, rs []changeReport) error {
+// printChanges prints the per-array reports of a command as one JSON
+// object, {"arrays": [...]}; no reports print an empty list.
+func printChanges[T any](w io.Writer, rs []T) error {
 	if rs == nil {
-		rs = []changeReport{}
+		rs = []T{}
 	}
 	b, err := json.MarshalIndent(struct {
-		Arrays []changeReport `json:"arrays"`
+		Arrays []T `json:"arrays"`
 	}{rs}, "", "  ")
 	if err != nil {
 		return err

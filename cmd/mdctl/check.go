@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,16 +61,9 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		fmt.Fprintln(k.Stderr)
 	}
 	if c.JSON {
-		if res == nil {
-			res = []md.CheckResult{}
-		}
-		b, err := json.MarshalIndent(struct {
-			Arrays []md.CheckResult `json:"arrays"`
-		}{res}, "", "  ")
-		if err != nil {
+		if err := printChanges(k.Stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	} else {
 		for _, r := range res {
 			if r.Result == md.CheckStarted && (c.Wait || c.Duration > 0) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,16 +57,9 @@ func (c *WaitCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	if c.JSON {
-		if res == nil {
-			res = []md.WaitResult{}
-		}
-		b, err := json.MarshalIndent(struct {
-			Arrays []md.WaitResult `json:"arrays"`
-		}{res}, "", "  ")
-		if err != nil {
+		if err := printChanges(k.Stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	}
 	code := exitOK
 	for _, r := range res {
@@ -155,16 +147,9 @@ func (c *WaitCmd) runClean(ctx context.Context, k *kong.Context, m *md.Manager) 
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
 	if c.JSON {
-		if res == nil {
-			res = []md.CleanResult{}
-		}
-		b, err := json.MarshalIndent(struct {
-			Arrays []md.CleanResult `json:"arrays"`
-		}{res}, "", "  ")
-		if err != nil {
+		if err := printChanges(k.Stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	}
 	code := exitOK
 	for _, r := range res {
