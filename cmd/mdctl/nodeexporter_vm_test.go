@@ -17,7 +17,8 @@ import (
 // TestVMNodeExporterAgrees runs Debian's prometheus-node-exporter (md
 // collector only) in the guest beside mdctl status --format=prometheus on
 // the same live arrays: healthy, degraded, recovering (held by sync_max),
-// a pending resync (frozen) and inactive. Every node_md_* family both
+// a pending resync (frozen) and inactive; then the healthy one again
+// while a check runs on it. Every node_md_* family both
 // print has the same HELP and TYPE, and every series the same labels and
 // value, apart from the differences documented in package md/metrics
 // (the families node_exporter 1.5.0 lacks; an inactive array's blocks and
@@ -74,47 +75,70 @@ func TestVMNodeExporterAgrees(t *testing.T) {
 	inactive := vmCreate(c, "/dev/md/neinactive", one(7), "--level=1", "--raid-devices=2", "missing")
 	guest.WriteAttr(c, inactive, "array_state", "inactive")
 
-	theirsText := scrapeNodeExporter(t, bin, "/proc", "/sys")
-	_, ours, errOut := runCLI(t, "status", "--format=prometheus")
-	c.Logf("mdstat:\n%s", guest.MDStat(t))
-
-	allowed := map[string]map[string]bool{
+	// compare scrapes both and checks the arrays devs, each allowed to
+	// differ in the families allowed names for it.
+	compare := func(t *testing.T, devs []string, allowed map[string]map[string]bool) string {
+		theirsText := scrapeNodeExporter(t, bin, "/proc", "/sys")
+		_, ours, errOut := runCLI(t, "status", "--format=prometheus")
+		t.Logf("mdstat:\n%s", guest.MDStat(t))
+		for _, dev := range devs {
+			t.Run(dev, func(t *testing.T) {
+				c := qt.New(t)
+				theirs, mine := mdFamilies(t, theirsText, dev), mdFamilies(t, ours, dev)
+				c.Assert(len(theirs) > 0, qt.IsTrue, qt.Commentf("node_exporter shows nothing for %s:\n%s", dev, theirsText))
+				for name, tf := range theirs {
+					of, ok := mine[name]
+					if !c.Check(ok, qt.IsTrue, qt.Commentf("mdctl lacks %s (stderr %s)", name, errOut)) {
+						continue
+					}
+					c.Check(of.help, qt.Equals, tf.help, qt.Commentf("HELP of %s", name))
+					c.Check(of.typ, qt.Equals, tf.typ, qt.Commentf("TYPE of %s", name))
+					c.Check(len(of.series), qt.Equals, len(tf.series), qt.Commentf("%s: mdctl %v, node_exporter %v", name, of.series, tf.series))
+					for k, v := range tf.series {
+						if allowed[dev][name] {
+							continue
+						}
+						g, ok := of.series[k]
+						c.Check(ok, qt.IsTrue, qt.Commentf("%s%s: mdctl lacks it", name, k))
+						c.Check(g, qt.Equals, v, qt.Commentf("%s%s: mdctl %v, node_exporter %v", name, k, g, v))
+					}
+				}
+				for name := range mine {
+					if _, ok := theirs[name]; !ok {
+						c.Check(nodeExporterVersionDifferences[name], qt.IsTrue, qt.Commentf("%s: node_exporter has no such family", name))
+					}
+				}
+			})
+		}
+		return ours
+	}
+	ours := compare(t, []string{healthy, degraded, recovering, pending, inactive}, map[string]map[string]bool{
 		// A running sync: mdstat's position against sync_completed.
 		recovering: {"node_md_blocks_synced": true},
 		// An inactive array (see package md/metrics).
 		inactive: {"node_md_blocks": true, "node_md_blocks_synced": true, "node_md_disks_required": true},
-	}
-	for _, dev := range []string{healthy, degraded, recovering, pending, inactive} {
-		t.Run(dev, func(t *testing.T) {
-			c := qt.New(t)
-			theirs, mine := mdFamilies(t, theirsText, dev), mdFamilies(t, ours, dev)
-			c.Assert(len(theirs) > 0, qt.IsTrue, qt.Commentf("node_exporter shows nothing for %s:\n%s", dev, theirsText))
-			for name, tf := range theirs {
-				of, ok := mine[name]
-				if !c.Check(ok, qt.IsTrue, qt.Commentf("mdctl lacks %s (stderr %s)", name, errOut)) {
-					continue
-				}
-				c.Check(of.help, qt.Equals, tf.help, qt.Commentf("HELP of %s", name))
-				c.Check(of.typ, qt.Equals, tf.typ, qt.Commentf("TYPE of %s", name))
-				c.Check(len(of.series), qt.Equals, len(tf.series), qt.Commentf("%s: mdctl %v, node_exporter %v", name, of.series, tf.series))
-				for k, v := range tf.series {
-					if allowed[dev][name] {
-						continue
-					}
-					g, ok := of.series[k]
-					c.Check(ok, qt.IsTrue, qt.Commentf("%s%s: mdctl lacks it", name, k))
-					c.Check(g, qt.Equals, v, qt.Commentf("%s%s: mdctl %v, node_exporter %v", name, k, g, v))
-				}
-			}
-			for name := range mine {
-				if _, ok := theirs[name]; !ok {
-					c.Check(nodeExporterVersionDifferences[name], qt.IsTrue, qt.Commentf("%s: node_exporter has no such family", name))
-				}
-			}
-		})
-	}
+	})
 	if pending != "" {
 		// The pending resync is what node_exporter reads from mdstat.
 		c.Check(mdFamilies(t, ours, pending)["node_md_blocks_synced"].series, qt.DeepEquals, map[string]float64{`{device="` + pending + `"}`: 0})
 	}
+
+	// A check: the healthy mirror checked up to a held sync_max (the
+	// system's speed limit is still low).
+	guest.WriteAttr(c, healthy, "sync_max", "32768")
+	guest.WriteAttr(c, healthy, "sync_action", "check")
+	for deadline := time.Now().Add(3 * time.Minute); !strings.HasPrefix(guest.ReadAttr(c, healthy, "sync_completed"), "32768 / "); {
+		if time.Now().After(deadline) {
+			c.Fatalf("the check of %s did not reach sync_max: %s", healthy, guest.MDStat(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.Assert(guest.ReadAttr(c, healthy, "sync_action"), qt.Equals, "check")
+	t.Run("checking", func(t *testing.T) {
+		compare(t, []string{healthy}, map[string]map[string]bool{
+			// A running sync: mdstat's position against sync_completed.
+			healthy: {"node_md_blocks_synced": true},
+		})
+	})
+	guest.WriteAttr(c, healthy, "sync_action", "idle")
 }
