@@ -64,8 +64,8 @@
 // real capture in testdata/fixtures (from 6.1, 6.12 and 7.2) and compare
 // each series, and with the binary also HELP and TYPE; a VM test runs
 // that binary in the guest beside mdctl on live arrays (healthy,
-// degraded, recovering, a pending resync, inactive) on every kernel of
-// the matrix. What remains different, and why:
+// degraded, recovering, a pending resync, inactive, checking) on every
+// kernel of the matrix. What remains different, and why:
 //
 //   - node_md_blocks_synced while a sync runs: node_exporter reads
 //     mdstat's position (the kernel's current position less the I/O in
