@@ -230,14 +230,14 @@ type snapshot struct {
 	// raidDisksBad: raid_disks could not be read or parsed.
 	raidDisksBad bool
 	// stateBad: array_state could not be read or parsed.
-	stateBad bool
-	layout       int64
-	chunk        int64
-	component    uint64 // KiB
-	size         uint64 // sectors
-	degraded     *uint64
-	action       sysfs.SyncAction
-	progress     sysfs.Progress
+	stateBad  bool
+	layout    int64
+	chunk     int64
+	component uint64 // KiB
+	size      uint64 // sectors
+	degraded  *uint64
+	action    sysfs.SyncAction
+	progress  sysfs.Progress
 	// progressRead: sync_completed was read (the array has a redundancy
 	// personality running).
 	progressRead bool
