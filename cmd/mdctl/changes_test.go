@@ -22,9 +22,7 @@ func TestWritingCommandsHaveDryRunAndJSON(t *testing.T) {
 		// watch reports; what it writes (--heal, --store) is heal's and
 		// record's, each checked on its own.
 		"watch": true}
-	// Not yet (issue 31): assembly has no dry run of its kernel steps
-	// (incremental has --export for udev).
-	lacking := map[string]bool{"assemble": true, "incremental": true}
+	lacking := map[string]bool{}
 	for _, n := range app.Model.Children {
 		if readOnly[n.Name] {
 			continue
