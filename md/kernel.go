@@ -30,6 +30,11 @@ type kernel interface {
 	// AddNewDisk binds the block device dev as a new member
 	// (ADD_NEW_DISK with state 0).
 	AddNewDisk(array string, dev sysfs.DevNum) error
+	// ReAddDisk binds dev back into its slot (ADD_NEW_DISK with the
+	// descriptor number, slot and in-sync state of its superblock, and
+	// its write-mostly and failfast flags); EINVAL when md will not take
+	// it back as it was.
+	ReAddDisk(array string, dev sysfs.DevNum, number uint32, slot int, writeMostly, failFast bool) error
 	// RunArray starts an assembled, inactive array (RUN_ARRAY).
 	RunArray(array string) error
 	// SetArrayState writes md/array_state (read-auto starts an

@@ -41,6 +41,9 @@ type fakeKernel struct {
 	slotState string
 	// onCall, when set, runs at the start of every call, with its name.
 	onCall func(name string)
+	// addedSlot, when set, is the slot ADD_NEW_DISK's shown member gets
+	// (md's recovery into the only free slot).
+	addedSlot *int
 }
 
 func (k *fakeKernel) record(name string, args ...any) error {
@@ -104,7 +107,28 @@ func (k *fakeKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
 	if !k.show {
 		return nil
 	}
-	return k.addedMember(array, k.added)
+	if err := k.addedMember(array, k.added); err != nil {
+		return err
+	}
+	if k.addedSlot != nil {
+		return k.set(filepath.Join(k.attr(array, "dev-"+k.added), "slot"), fmt.Sprint(*k.addedSlot))
+	}
+	return nil
+}
+
+// ReAddDisk records the call; with show, the member appears in its slot,
+// rebuilding.
+func (k *fakeKernel) ReAddDisk(array string, dev sysfs.DevNum, number uint32, slot int, writeMostly, failFast bool) error {
+	if err := k.record("ReAddDisk", array, dev, number, slot, writeMostly, failFast); err != nil {
+		return err
+	}
+	if !k.show {
+		return nil
+	}
+	if err := k.addedMember(array, k.added); err != nil {
+		return err
+	}
+	return k.set(filepath.Join(k.attr(array, "dev-"+k.added), "slot"), fmt.Sprint(slot))
 }
 
 func (k *fakeKernel) RunArray(array string) error { return k.record("RunArray", array) }
