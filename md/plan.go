@@ -835,7 +835,7 @@ func formerMemberReason(f arrayFacts, c *Candidate, array string) string {
 		if sb == nil || sb.SetUUID != src.sb.SetUUID {
 			continue
 		}
-		how := fmt.Sprintf("mdctl incremental --run %s adds it back", c.Path)
+		how := fmt.Sprintf("mdctl re-add %s %s puts it back into its slot (mdctl incremental --run %s adds it back as well)", array, c.Path, c.Path)
 		if !inSync(sb) {
 			how = fmt.Sprintf("its superblock makes it a spare: mdctl incremental --run --add-spares %s adds it back as one", c.Path)
 		}

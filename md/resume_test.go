@@ -119,7 +119,7 @@ func TestReplaceRefusesFormerMember(t *testing.T) {
 			c.Assert(err, qt.ErrorIs, ErrNotBlank)
 			msg := err.Error()
 			c.Check(msg, qt.Contains, path+" is a former member of "+r.name+": its md superblock carries "+r.name+"'s array UUID")
-			c.Check(msg, qt.Contains, "mdctl incremental --run "+path+" adds it back")
+			c.Check(msg, qt.Contains, "mdctl re-add md0 "+path+" puts it back into its slot")
 			c.Check(msg, qt.Contains, tt.bitmap)
 			former, erase := strings.Index(msg, "former member"), strings.Index(msg, "blkdiscard")
 			c.Check(erase > former && former >= 0, qt.IsTrue, qt.Commentf("the way back comes before the advice to erase: %s", msg))
