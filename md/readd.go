@@ -72,6 +72,8 @@ type ReAddPlan struct {
 	// copies only the regions written since the device left, when the
 	// bitmap still covers that time.
 	Bitmap bool `json:"bitmap"`
+	// DeviceUUID is the device UUID of its superblock.
+	DeviceUUID string `json:"device_uuid"`
 	// Identity says what ties the device to the slot.
 	Identity string `json:"identity"`
 	// Write is the re-add: ADD_NEW_DISK with the slot and the in-sync
@@ -236,7 +238,7 @@ func decideReAdd(f arrayFacts, c *Candidate, rs *Records) (*ReAddPlan, error) {
 	p := &ReAddPlan{
 		Array: s.name, UUID: snapshotUUID(f.s), Device: c.Device, Path: c.Path, DevNum: c.DevNum,
 		Slot: slot, DevNumber: nr, Events: sb.Events, ArrayEvents: a.Events, Bitmap: a.HasBitmap(),
-		Identity: identity, dev: c.dev, arrayState: s.state,
+		DeviceUUID: sb.DeviceUUID.String(), Identity: identity, dev: c.dev, arrayState: s.state,
 	}
 	if sb.Version.Is1x() {
 		p.writeMost = sb.DevFlags&superblock.DevFlagWriteMostly != 0

@@ -36,6 +36,10 @@ type Options struct {
 	// listens for the kernel's block device uevents, so that a disk
 	// plugged into a recorded port is seen at once.
 	Heal bool
+	// ReAdd makes heal also re-add a former member that reappears in its
+	// slot's recorded port (md.HealOptions.ReAdd), remembering each
+	// re-add in Store; it needs Heal.
+	ReAdd bool
 	// Spares maps an array UUID to the number of spares it should have;
 	// fewer gives SparesMissing (mdadm.conf's spares=).
 	Spares map[string]int
@@ -128,6 +132,9 @@ func Start(ctx context.Context, m *md.Manager, opts *Options) (<-chan Event, err
 	o := opts.withDefaults()
 	if o.Heal && o.Store == nil {
 		return nil, errors.New("md: watch: heal needs a Store of slot records")
+	}
+	if o.ReAdd && !o.Heal {
+		return nil, errors.New("md: watch: ReAdd is part of Heal: set Heal too")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -428,7 +435,7 @@ func (w *watcher) heal(ctx context.Context, r *md.Report, rs *md.Records) []Even
 	} else {
 		// Decisions are logged below, once each, not on every pass.
 		var err error
-		decisions, err = w.m.Heal(ctx, md.HealOptions{Report: r, Records: rs, History: &w.history})
+		decisions, err = w.m.Heal(ctx, md.HealOptions{Report: r, Records: rs, History: &w.history, ReAdd: w.o.ReAdd, Store: w.o.Store})
 		if err != nil {
 			w.o.Logger.Error("heal", "err", err)
 			return nil
