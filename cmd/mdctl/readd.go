@@ -19,7 +19,7 @@ import (
 type ReAddCmd struct {
 	Array  string `arg:"" predictor:"array" help:"The array."`
 	Device string `arg:"" help:"The former member to put back into its slot (sdb or /dev/sdb)."`
-	Store  string `name:"store" placeholder:"FILE" help:"The slot record file (mdctl record --store): the device must then be the disk recorded for its slot."`
+	Store  string `name:"store" placeholder:"FILE" help:"The slot record file (mdctl record --store): the device must then be the disk recorded for its slot, and heal's marks of the slot (not re-added again) are cleared."`
 	DryRun bool   `name:"dry-run" help:"Check as the real re-add does (same refusals and exit codes), print what would be done, write nothing."`
 	JSON   bool   `name:"json" help:"Print the outcome as JSON: {array, device, result, dry_run, plan, outcome, writes, sync_action, error}; the exit code is the same."`
 }
@@ -44,8 +44,9 @@ type reAddReport struct {
 // free one, rebuilds it in full there.
 func (c *ReAddCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	req := md.ReAddRequest{Array: c.Array, Device: c.Device}
+	st := store.NewFile(c.Store)
 	if c.Store != "" {
-		rs, err := store.NewFile(c.Store).Load(ctx)
+		rs, err := st.Load(ctx)
 		if errors.Is(err, fs.ErrNotExist) {
 			return &exitError{code: exitRefused, msg: fmt.Sprintf("no slot records in %s (mdctl record --store %s records the slots of the healthy arrays); without --store the device's superblock alone ties it to its slot", escape.Text(c.Store), escape.Text(c.Store))}
 		}
@@ -63,6 +64,12 @@ func (c *ReAddCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		res, err = m.ReAdd(ctx, req)
 		if res != nil {
 			rep.Plan, rep.Outcome, rep.Writes, rep.SyncAction = res.Plan, res.Outcome, res.Writes, res.SyncAction
+		}
+		if err == nil && req.Records != nil && req.Records.ForgetReAdds(res.Plan.UUID, res.Plan.Slot) {
+			// The operator's word: heal may re-add this slot's disk again.
+			if serr := st.Save(ctx, req.Records); serr != nil {
+				err = fmt.Errorf("md: re-added, but heal's marks of slot %d could not be cleared in %s: %w", res.Plan.Slot, c.Store, serr)
+			}
 		}
 	}
 	if rep.Plan != nil {

@@ -24,6 +24,7 @@ type WatchCmd struct {
 	JSON   bool           `name:"json" help:"Print one JSON object per event and line: event, time, array, array_path, and as the event has them uuid, name, member, member_path, slot, by_path, action, percent, spares, expected, reason."`
 	Store  string         `name:"store" placeholder:"FILE" help:"Record healthy arrays in this slot record file (SlotRecorded)."`
 	Heal   bool           `name:"heal" help:"Heal degraded arrays from the records in --store: a blank disk in a failed member's recorded port is added to its slot."`
+	ReAdd  bool           `name:"re-add" help:"With --heal, also re-add a former member that comes back in its recorded port (mdadm's POLICY action=re-add); each re-add is remembered in --store, and a member that goes missing again, or that the kernel failed with read errors, is not re-added again until mdctl re-add --store."`
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
 	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
 	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
@@ -45,6 +46,9 @@ const execTimeout = time.Minute
 func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.Heal && c.Store == "" {
 		return &exitError{code: exitUsage, msg: "--heal needs --store"}
+	}
+	if c.ReAdd && !c.Heal {
+		return &exitError{code: exitUsage, msg: "--re-add is part of --heal: give --heal too"}
 	}
 	if c.LastResort < 0 {
 		return &exitError{code: exitUsage, msg: "--last-resort must not be negative"}
@@ -107,7 +111,7 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 			logger.Error("webhook", "err", err)
 		}
 	}()
-	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger, LastResort: c.LastResort}
+	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, ReAdd: c.ReAdd, Spares: c.Spares, Logger: logger, LastResort: c.LastResort}
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}
