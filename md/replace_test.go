@@ -194,6 +194,28 @@ func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) e
 	if cmd == sysfs.CmdWantReplacement {
 		return k.set(k.attr(array, "dev-"+member, "state"), "in_sync,want_replacement")
 	}
+	if k.show {
+		// The flags md sets and clears on request (state_store).
+		flag := map[sysfs.MemberCommand]string{sysfs.CmdWriteMostly: "write_mostly", sysfs.CmdClearWriteMostly: "write_mostly",
+			sysfs.CmdFailFast: "failfast", sysfs.CmdClearFailFast: "failfast"}[cmd]
+		if flag != "" {
+			p := k.attr(array, "dev-"+member, "state")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var keep []string
+			for _, f := range strings.Split(strings.TrimSpace(string(b)), ",") {
+				if f != flag && f != "" {
+					keep = append(keep, f)
+				}
+			}
+			if !strings.HasPrefix(string(cmd), "-") {
+				keep = append(keep, flag)
+			}
+			return k.set(p, strings.Join(keep, ","))
+		}
+	}
 	return nil
 }
 

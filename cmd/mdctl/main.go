@@ -61,6 +61,7 @@ type CLI struct {
 	Replace     ReplaceCmd     `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
 	Fail        FailCmd        `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
 	Remove      RemoveCmd      `cmd:"" help:"Remove a faulty member or a spare from an array."`
+	Set         SetCmd         `cmd:"" help:"Set or clear a member's write-mostly or failfast flag (kept in its superblock)."`
 	ReAdd       ReAddCmd       `cmd:"" name:"re-add" help:"Put a former member back into its own slot (mdadm --re-add): with a bitmap only what changed is copied."`
 	Run         RunCmd         `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Assemble    AssembleCmd    `cmd:"" help:"Assemble arrays from their superblocks, with no configuration: every array with --scan, as udev does at boot."`
