@@ -39,7 +39,8 @@ const (
 
 // IncrementalRequest is one device for Manager.Incremental.
 type IncrementalRequest struct {
-	// Device is the block device's path ("/dev/sdb1").
+	// Device is the block device: a path ("/dev/sdb1") or a kernel name
+	// ("sdb1"), by the rule of Manager.DevicePath.
 	Device string
 	// Run starts the array as soon as enough members are present,
 	// read-auto, rather than waiting for all it expects (mdadm -I
@@ -48,6 +49,9 @@ type IncrementalRequest struct {
 	// AddSpares hot-adds a spare of a running array, as mdadm -I does;
 	// see AssembleRequest.AddSpares.
 	AddSpares bool
+	// DryRun changes nothing; the result is what Incremental would do
+	// (see AssembleRequest.DryRun).
+	DryRun bool
 	// spareOfWhole: Assemble saw the device is a spare of an array that
 	// its devices start whole, which it may join once started.
 	spareOfWhole bool
@@ -83,6 +87,9 @@ type IncrementalResult struct {
 	// (events two or more below the freshest): the kernel drops them
 	// when the array starts. They are never forced in.
 	LeftBehind []LeftBehind
+	// DryRun says that nothing was changed: Writes are the writes the
+	// call would make (IncrementalRequest.DryRun).
+	DryRun bool
 }
 
 // LeftBehind is a member whose superblock is out of date.
@@ -166,6 +173,15 @@ const incrementalOp = "incremental"
 func (m *Manager) Incremental(ctx context.Context, req IncrementalRequest) (*IncrementalResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	req.Device = m.DevicePath(req.Device)
+	if req.DryRun {
+		d := m.withProbes().withDryRun()
+		r, err := d.incremental(req, d.readDryMap(), nil)
+		if r != nil {
+			r.DryRun = true
+		}
+		return r, err
 	}
 	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
 	if err != nil {
@@ -583,6 +599,9 @@ func (m *Manager) isArray(n string, sb *superblock.Superblock) (bool, error) {
 // EBUSY) is not alive; another error reading array_state or the members
 // is an error.
 func (m *Manager) alive(name string) (bool, error) {
+	if m.dryCreated(name) {
+		return true, nil
+	}
 	a, err := m.fs.Array(name)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
 		return false, nil
@@ -634,8 +653,9 @@ func (m *Manager) create(res *IncrementalResult, o *offered, local bool, entries
 	sb := o.sb
 	name := arrayName(sb, local)
 	n := chooseNumber(name, local, func(n int) bool {
-		_, err := os.Stat(m.fs.Path("block", fmt.Sprintf("md%d", n)))
-		return err == nil
+		name := fmt.Sprintf("md%d", n)
+		_, err := os.Stat(m.fs.Path("block", name))
+		return err == nil || m.dryCreated(name)
 	})
 	if n < 0 {
 		return refuse(incrementalOp, "", o.path, errors.New("md: every md number is in use"))
@@ -795,6 +815,9 @@ func (m *Manager) makeLinks() bool {
 
 // memberSlot reads md/dev-KNAME/slot of array (-1 for none).
 func (m *Manager) memberSlot(array, kname string) (int, error) {
+	if m.dryMember(array, kname) {
+		return -1, nil // bound to an array that has not started
+	}
 	a, err := m.fs.Array(array)
 	if err != nil {
 		return 0, err
@@ -816,24 +839,20 @@ func (m *Manager) memberSlot(array, kname string) (int, error) {
 // error reading a member's superblock is an error: the members could
 // not be compared or counted.
 func (m *Manager) members(array string) ([]attached, error) {
-	a, err := m.fs.Array(array)
-	if err != nil {
-		return nil, err
-	}
-	mems, err := a.MembersInKernelOrder()
+	names, err := m.memberNames(array)
 	if err != nil {
 		return nil, err
 	}
 	var out []attached
-	for _, mem := range mems {
-		sb, err := m.probe(mem.Name())
+	for _, n := range names {
+		sb, err := m.probe(n)
 		if errors.Is(err, ErrNotMember) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("md: the superblock of %s, a member of %s, cannot be used: %w", mem.Name(), array, err)
+			return nil, fmt.Errorf("md: the superblock of %s, a member of %s, cannot be used: %w", n, array, err)
 		}
-		out = append(out, attached{Name: mem.Name(), SB: sb})
+		out = append(out, attached{Name: n, SB: sb})
 	}
 	return out, nil
 }
@@ -841,16 +860,12 @@ func (m *Manager) members(array string) ([]attached, error) {
 // join binds o to the existing, assembling array res.Array.
 func (m *Manager) join(res *IncrementalResult, o *offered, run, addSpares bool) error {
 	array := res.Array
-	a, err := m.fs.Array(array)
-	if err != nil {
-		return err
-	}
-	if _, err := a.Member(o.kname); err == nil {
+	if m.hasMember(array, o.kname) {
 		// Already one of its members: nothing to do, and nothing to say
 		// beyond "in use".
 		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: %s is already a member of %s", ErrInUse, o.kname, array))
 	}
-	st, err := a.State()
+	st, err := m.arrayState(array)
 	if err != nil {
 		return err
 	}
@@ -945,10 +960,6 @@ func mismatch(a, b *superblock.Superblock) string {
 // maybeStart counts the members and starts the array when mdadm would.
 func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	array := res.Array
-	a, err := m.fs.Array(array)
-	if err != nil {
-		return err
-	}
 	ms, err := m.members(array)
 	if err != nil {
 		// After the member was bound: not a refusal, and not started.
@@ -956,7 +967,7 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	}
 	c := countActive(ms)
 	res.Present, res.Expected = c.Active, c.Expected
-	st, err := a.State()
+	st, err := m.arrayState(array)
 	if err != nil {
 		return err
 	}

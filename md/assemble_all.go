@@ -25,7 +25,8 @@ import (
 type AssembleRequest struct {
 	// Devices are the block devices to look at; empty means every block
 	// device of the machine (whole disks, partitions and md arrays), in
-	// the kernel's order of names.
+	// the kernel's order of names. Each is a path or a kernel name, by
+	// the rule of Manager.DevicePath.
 	Devices []string
 	// Array, if set, limits assembly to the array with this UUID (either
 	// text form) or name.
@@ -48,6 +49,14 @@ type AssembleRequest struct {
 	// first device), instead of leaving that array unassembled
 	// (ErrConflict).
 	PickDuplicates bool
+	// DryRun changes nothing: not the kernel, /dev or the map file (read
+	// without its lock, which would create the lock file). The result
+	// is what the run would do, from the same decisions: each device's
+	// Writes are the writes it would make, in order. It cannot foresee
+	// the kernel's own refusals (an ADD_NEW_DISK or a start that fails),
+	// an exclusive open by another program, or an array on top of an
+	// array that is not running yet.
+	DryRun bool
 }
 
 // AssembleResult is what Assemble did. Each device offered is in at most
@@ -70,6 +79,9 @@ type AssembleResult struct {
 	// member or start failed was stopped again, and its number, link
 	// and map entry given back (Result.Writes ends with the undoing).
 	Failed []Failure
+	// DryRun says that nothing was changed: the result is what the run
+	// would do (AssembleRequest.DryRun).
+	DryRun bool
 }
 
 // Failure is a device Assemble could not add, or whose array did not
@@ -130,18 +142,46 @@ var errFatal = errors.New("md: assembly cannot go on")
 // they are the ones one device after the other would give.
 func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
 	m = m.withProbes()
+	if req.DryRun {
+		m = m.withDryRun()
+	}
+	if len(req.Devices) > 0 {
+		devs := make([]string, len(req.Devices))
+		for i, d := range req.Devices {
+			devs[i] = m.DevicePath(d)
+		}
+		req.Devices = devs
+	}
 	m.uevents = &ueventQueue{first: map[string]int{}, last: map[string]indexedResult{}}
 	defer m.flushUevents()
-	res := &AssembleResult{}
-	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("md: %w", err)
+	res := &AssembleResult{DryRun: req.DryRun}
+	var ml mapAccess
+	if req.DryRun {
+		ml = m.readDryMap()
+	} else {
+		l, err := mapfile.Map{Dir: m.mapDir}.Lock()
+		if err != nil {
+			return nil, fmt.Errorf("md: %w", err)
+		}
+		defer l.Unlock()
+		ml = &sharedMap{l: l}
 	}
-	defer l.Unlock()
-	ml := &sharedMap{l: l}
+	var err error
 	tried := map[string]bool{}
 	undone := &callState{m: map[string]error{}, links: map[string]bool{}, found: map[string]bool{}, paths: map[*IncrementalResult]string{}}
-	defer func() { res.NotFound = req.notFound(undone.found) }()
+	defer func() {
+		res.NotFound = req.notFound(undone.found)
+		if req.DryRun {
+			for _, r := range res.Added {
+				r.DryRun = true
+			}
+			for _, f := range res.Failed {
+				if f.Result != nil {
+					f.Result.DryRun = true
+				}
+			}
+		}
+	}()
 	seen := 0 // devices offered in earlier rounds: the uevent order
 	var fatal error
 	for round := 0; round < 8; round++ {
@@ -969,10 +1009,6 @@ func (m *Manager) flushUevents() {
 }
 
 func (m *Manager) stillInactive(array string) bool {
-	a, err := m.fs.Array(array)
-	if err != nil {
-		return false
-	}
-	st, err := a.State()
+	st, err := m.arrayState(array)
 	return err == nil && st == sysfs.StateInactive
 }

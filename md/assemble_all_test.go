@@ -43,6 +43,7 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 		c.MapDir = filepath.Join(dir, "mdadm")
 		c.HomeHost = "vmtest"
 		c.NoUdev = true
+		c.MountInfo = filepath.Join(dir, "mountinfo") // none: nothing mounted
 	})
 	byDev := map[string]string{}
 	r := &assembleRig{m: m, f: &fakeAssembly{}, nodes: map[string]string{}}
@@ -110,6 +111,14 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 			}
 			if err := os.WriteFile(filepath.Join(d, "slot"), []byte("none\n"), 0o644); err != nil {
 				return err
+			}
+			// An array with members that does not run is inactive
+			// (md.c array_state_show).
+			st := m.fs.Path("block", f[1], "md", "array_state")
+			if b, err := os.ReadFile(st); err == nil && string(b) == "clear\n" {
+				if err := os.WriteFile(st, []byte("inactive\n"), 0o644); err != nil {
+					return err
+				}
 			}
 			return os.Symlink("../../"+f[1], m.fs.Path("class", "block", kname, "holders", f[1]))
 		case "MakeLink":

@@ -240,7 +240,7 @@ func TestVMAssembleOneDiskCannotStopIt(t *testing.T) {
 		c.Check(halfBuilt(c), qt.HasLen, 0)
 
 		stopForAssembly(c)
-		res, err = m.Assemble(ctx, AssembleRequest{Devices: names(append([]guest.Disk{disks[7]}, disks[:7]...)), PickDuplicates: true})
+		_, err = m.Assemble(ctx, AssembleRequest{Devices: names(append([]guest.Disk{disks[7]}, disks[:7]...)), PickDuplicates: true})
 		c.Assert(err, qt.IsNil)
 		a, st := arrayOfUUID(c, want["boot"])
 		c.Check(st, qt.Matches, `clean|active|read-auto`, qt.Commentf("boot (%s) is %q with PickDuplicates", a, st))
@@ -260,14 +260,14 @@ func TestVMAssembleRefusesAHostileSpare(t *testing.T) {
 	ctx := context.Background()
 	other := createArray(c, "/dev/md/other", []string{"--level=1", "--name=other", "--raid-devices=2"}, all[3:5])
 	otherUUID := uuidOf(c, other)
-	md := createArray(c, "/dev/md/sp", []string{"--level=1", "--name=sp", "--raid-devices=2", "--spare-devices=1"}, disks)
+	createArray(c, "/dev/md/sp", []string{"--level=1", "--name=sp", "--raid-devices=2", "--spare-devices=1"}, disks)
 	c.Assert(guest.StopAll(), qt.IsNil)
 	stopForAssembly(c)
 	m := vmManager(t)
 	res, err := m.Assemble(ctx, AssembleRequest{Devices: []string{disks[0].Path, disks[1].Path}})
 	c.Assert(err, qt.IsNil)
 	c.Assert(res.Added, qt.HasLen, 2)
-	md = res.Added[0].Array
+	md := res.Added[0].Array
 	guest.Mdadm(c, "/dev/"+md, "--fail", disks[1].Path)
 	guest.Mdadm(c, "/dev/"+md, "--remove", disks[1].Path)
 	before := hashDisk(c, disks[2].Path)

@@ -37,8 +37,14 @@ import (
 type CheckRequest struct {
 	// Arrays names the arrays, as the array commands accept them (a kernel name, a device node, a name or a UUID).
 	Arrays []string
-	// All checks every array instead; arrays that cannot be checked are
-	// refused in the results like named ones.
+	// All checks every array instead. An array that has nothing a check
+	// could do now is skipped (Result "skipped", Skipped says why, nothing
+	// written): no redundancy (raid0, linear), not running, read-only or
+	// read-auto, degraded, or its sync thread busy with a resync,
+	// recovery, reshape or another check. Every other refusal (facts that
+	// cannot be read, frozen recovery, a sync_max limit, an unknown UUID
+	// with a Store) is refused as for a named array: there a check should
+	// run and could not. A named array is refused for all of these.
 	All bool
 	// Repair writes "repair" instead of "check": mismatches are
 	// rewritten (from the first copy, or recomputed parity).
@@ -66,6 +72,12 @@ type CheckRequest struct {
 	Progress func(CheckProgress)
 	// Interval between reads while waiting; default one second.
 	Interval time.Duration
+	// DryRun plans every array as the real run does (the same facts,
+	// refusals and skips) and writes nothing: an array that would be
+	// started gets Result "would-start" (with Cancel, "would-stop"),
+	// with its action and where the pass would start. The Store is read,
+	// never written.
+	DryRun bool
 }
 
 // CheckProgress is a running check as Check sees it while waiting.
@@ -103,13 +115,20 @@ const (
 	// CheckStopped: the check was stopped before the end (deadline,
 	// Cancel, or another program); with a Store its cursor was saved.
 	CheckStopped CheckOutcome = "stopped"
-	// CheckSkipped: Continue was asked and the array has no unfinished
-	// pass; nothing was written.
+	// CheckSkipped: nothing was written, and this is no failure: with
+	// Continue the array has no unfinished pass; with All the array has
+	// nothing a check could do now (CheckRequest.All). Skipped says why.
 	CheckSkipped CheckOutcome = "skipped"
 	// CheckRefused: nothing was written; Error says why.
 	CheckRefused CheckOutcome = "refused"
 	// CheckFailed: something failed; Error says what was changed.
 	CheckFailed CheckOutcome = "failed"
+	// CheckWouldStart: DryRun: the check would be started (at
+	// ResumedFrom); nothing was written.
+	CheckWouldStart CheckOutcome = "would-start"
+	// CheckWouldStop: DryRun with Cancel: the running check or repair
+	// would be stopped; nothing was written.
+	CheckWouldStop CheckOutcome = "would-stop"
 )
 
 // CheckResult is what Check did with one array.
@@ -140,6 +159,8 @@ type CheckResult struct {
 	// Meaning says what the mismatches mean for the level (MismatchMeaning);
 	// empty without mismatches.
 	Meaning string `json:"meaning,omitempty"`
+	// Skipped says why an array was skipped (Result "skipped").
+	Skipped string `json:"skipped,omitempty"`
 	// Error is Err's message.
 	Error string `json:"error,omitempty"`
 	// Err is a *RefusedError (matching ErrRefused) for a refusal, else
@@ -154,6 +175,8 @@ const (
 	scrubState     = "array is read-write"
 	scrubDegraded  = "array is not degraded"
 	scrubIdle      = "sync thread is idle"
+	scrubNotFrozen = "recovery is not frozen"
+	scrubAction    = "sync_action is known"
 	scrubSyncMax   = "sync_max is max"
 	scrubUUID      = "array UUID known"
 	scrubRunning   = "a check or repair runs"
@@ -327,7 +350,7 @@ func planCheck(f checkFacts, req CheckRequest, rec *CheckRecord) (*checkPlan, er
 	case sysfs.ActionCheck, sysfs.ActionRepair:
 		return refuse(scrubIdle, ErrCheckBusy, "a %s is already running", f.action)
 	case sysfs.ActionFrozen:
-		return refuse(scrubIdle, ErrCheckBusy, "recovery is frozen (a replace may be under way), and writing %s would unfreeze it", act)
+		return refuse(scrubNotFrozen, ErrCheckBusy, "recovery is frozen (a replace may be under way), and writing %s would unfreeze it", act)
 	case sysfs.ActionResync:
 		return refuse(scrubIdle, ErrCheckBusy, "it is resyncing")
 	case sysfs.ActionRecover:
@@ -335,7 +358,7 @@ func planCheck(f checkFacts, req CheckRequest, rec *CheckRecord) (*checkPlan, er
 	case sysfs.ActionReshape:
 		return refuse(scrubIdle, ErrCheckBusy, "it is reshaping")
 	default:
-		return refuse(scrubIdle, ErrCheckBusy, "sync_action is %q", f.action)
+		return refuse(scrubAction, ErrCheckBusy, "sync_action is %q", f.action)
 	}
 	switch {
 	case f.progress.State != sysfs.ProgressNone:
@@ -513,16 +536,24 @@ func (c *checkRun) begin(ctx context.Context, r *CheckResult) bool {
 			act = sysfs.ActionRepair
 		}
 		if rec := c.record(f.array.UUID); rec == nil || rec.Action != act {
-			r.Result = CheckSkipped
+			r.Result, r.Skipped = CheckSkipped, "no unfinished pass to continue"
 			return false
 		}
 	}
 	p, err := planCheck(f, c.req, c.record(f.array.UUID))
 	if err != nil {
+		if why, ok := skippable(err); ok && c.req.All {
+			r.Result, r.Skipped = CheckSkipped, why
+			return false
+		}
 		r.setErr(err)
 		return false
 	}
 	r.Action, r.SizeSectors, r.ResumedFrom, r.PositionSectors = p.Action, p.Size, p.Start, p.Start
+	if c.req.DryRun {
+		r.Result = CheckWouldStart
+		return false
+	}
 	if err := c.m.startCheck(p, c.req, c.record(p.UUID)); err != nil {
 		r.setErr(err)
 		return false
@@ -546,6 +577,25 @@ func (c *checkRun) begin(ctx context.Context, r *CheckResult) bool {
 	c.plans(r.Array, p)
 	c.mu.Unlock()
 	return true
+}
+
+// skippable reports whether a refusal of planCheck means the array has
+// nothing a check could do now (the skips of CheckRequest.All), and
+// gives the reason. Facts that cannot be read, frozen recovery, a
+// sync_max limit and an unknown UUID are not: there a check should run.
+func skippable(err error) (string, bool) {
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		return "", false
+	}
+	switch re.Check {
+	case scrubRedundant, scrubState, scrubDegraded, scrubIdle:
+		// scrubIdle: the kernel's own resync, recovery or reshape, or a
+		// check already running (frozen recovery and an unknown
+		// sync_action have checks of their own).
+		return re.Reason, true
+	}
+	return "", false
 }
 
 // plans remembers the plan of each started array (for follow).
@@ -830,6 +880,10 @@ func (c *checkRun) cancel(ctx context.Context, r *CheckResult) {
 		p.Start, p.Carried, p.Started = rec.Cursor, rec.Mismatches, rec.PassStarted
 	}
 	r.Action, r.SizeSectors, r.ResumedFrom = p.Action, p.Size, p.Start
+	if c.req.DryRun {
+		r.Result, r.PositionSectors = CheckWouldStop, f.progress.Done
+		return
+	}
 	// The executor's re-check: still this check, right before the write.
 	if g := m.gatherCheck(r.Array); g.action != f.action {
 		r.setErr(refuse("check", r.Array, "", fmt.Errorf("%w: sync_action is now %q", ErrPlanChanged, g.action)))

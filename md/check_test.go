@@ -165,28 +165,31 @@ func TestCheckRefusals(t *testing.T) {
 		req      CheckRequest
 		check    string
 		sentinel error
+		// skipAll: with All the array is skipped, not refused
+		// (CheckRequest.All): there is nothing a check could do now.
+		skipAll bool
 	}{
-		{name: "raid0", fixture: "raid0", check: scrubRedundant, sentinel: ErrNotCheckable},
-		{name: "linear", fixture: "linear", check: scrubRedundant, sentinel: ErrNotCheckable},
-		{name: "degraded", fixture: "raid1-degraded-missing", check: scrubDegraded, sentinel: ErrNotCheckable},
-		{name: "failed member", fixture: "raid1-failed", check: scrubDegraded, sentinel: ErrNotCheckable},
-		{name: "recovering", fixture: "raid1-recovering", sentinel: ErrNotCheckable},
-		{name: "raid5 degraded", fixture: "raid5-degraded", check: scrubDegraded, sentinel: ErrNotCheckable},
-		{name: "inactive", fixture: "raid5-inactive", sentinel: ErrNotCheckable},
-		{name: "read-auto", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable,
+		{name: "raid0", fixture: "raid0", check: scrubRedundant, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "linear", fixture: "linear", check: scrubRedundant, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "degraded", fixture: "raid1-degraded-missing", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "failed member", fixture: "raid1-failed", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "recovering", fixture: "raid1-recovering", sentinel: ErrNotCheckable, skipAll: true},
+		{name: "raid5 degraded", fixture: "raid5-degraded", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "inactive", fixture: "raid5-inactive", sentinel: ErrNotCheckable, skipAll: true},
+		{name: "read-auto", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "array_state", "read-auto") }},
-		{name: "readonly", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable,
+		{name: "readonly", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "array_state", "readonly") }},
-		{name: "frozen", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy,
+		{name: "frozen", fixture: "raid1-v1.2", check: scrubNotFrozen, sentinel: ErrCheckBusy,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_action", "frozen") }},
-		{name: "already checking", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy,
+		{name: "already checking", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) {
 				r.setAttr(t, "sync_action", "check")
 				r.setAttr(t, "sync_completed", "100 / 129024")
 			}},
-		{name: "resyncing", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy,
+		{name: "resyncing", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_action", "resync") }},
-		{name: "pending", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy,
+		{name: "pending", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_completed", "delayed") }},
 		{name: "sync_max set", fixture: "raid1-v1.2", check: scrubSyncMax, sentinel: ErrCheckBusy,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_max", "4096") }},
@@ -219,8 +222,70 @@ func TestCheckRefusals(t *testing.T) {
 			}
 			c.Check(r.k.Calls(), qt.HasLen, 0)
 			c.Check(r.snapshotMD(t), qt.DeepEquals, before)
+
+			// The dry run refuses as the real run does, writing nothing.
+			req.DryRun = true
+			res, err = r.m.Check(context.Background(), req)
+			c.Check(err, qt.ErrorIs, tt.sentinel)
+			c.Assert(res, qt.HasLen, 1)
+			c.Check(res[0].Result, qt.Equals, CheckRefused)
+			c.Check(r.k.Calls(), qt.HasLen, 0)
+			c.Check(r.snapshotMD(t), qt.DeepEquals, before)
+			if req.Cancel {
+				return
+			}
+
+			// Over all arrays, a skip is named with its reason and is no
+			// error; every other refusal stays one.
+			for _, dry := range []bool{false, true} {
+				res, err = r.m.Check(context.Background(), CheckRequest{All: true, Wait: true, DryRun: dry})
+				c.Assert(res, qt.HasLen, 1)
+				if tt.skipAll {
+					c.Check(err, qt.IsNil)
+					c.Check(res[0].Result, qt.Equals, CheckSkipped)
+					c.Check(res[0].Skipped, qt.Equals, re.Reason)
+				} else {
+					c.Check(err, qt.ErrorIs, tt.sentinel)
+					c.Check(res[0].Result, qt.Equals, CheckRefused)
+					c.Check(res[0].Skipped, qt.Equals, "")
+				}
+				c.Check(r.k.Calls(), qt.HasLen, 0)
+				c.Check(r.snapshotMD(t), qt.DeepEquals, before)
+			}
 		})
 	}
+}
+
+// TestCheckDryRun: a dry run plans as the real run does and writes
+// nothing, neither to the array nor to the store.
+func TestCheckDryRun(t *testing.T) {
+	c := qt.New(t)
+	r := newCheckRig(t, "raid1-v1.2")
+	before := r.snapshotMD(t)
+	res, err := r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Wait: true, Duration: time.Hour, DryRun: true})
+	c.Assert(err, qt.IsNil)
+	c.Assert(res, qt.HasLen, 1)
+	c.Check(res[0].Result, qt.Equals, CheckWouldStart)
+	c.Check(res[0].Action, qt.Equals, sysfs.ActionCheck)
+	c.Check(res[0].UUID, qt.Equals, "a0916a09-5d11-e029-f9a1-a21c8170c28d")
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(r.snapshotMD(t), qt.DeepEquals, before)
+
+	res, err = r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Repair: true, DryRun: true})
+	c.Assert(err, qt.IsNil)
+	c.Check(res[0].Result, qt.Equals, CheckWouldStart)
+	c.Check(res[0].Action, qt.Equals, sysfs.ActionRepair)
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+
+	r.setAttr(t, "sync_action", "check")
+	r.setAttr(t, "sync_completed", "100 / 129024")
+	before = r.snapshotMD(t)
+	res, err = r.m.Check(context.Background(), CheckRequest{Arrays: []string{"md0"}, Cancel: true, DryRun: true})
+	c.Assert(err, qt.IsNil)
+	c.Check(res[0].Result, qt.Equals, CheckWouldStop)
+	c.Check(res[0].PositionSectors, qt.Equals, uint64(100))
+	c.Check(r.k.Calls(), qt.HasLen, 0)
+	c.Check(r.snapshotMD(t), qt.DeepEquals, before)
 }
 
 func TestCheckStartOnly(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/internal/escape"
@@ -146,14 +145,18 @@ func (m *Manager) resolve(name string) (string, error) {
 			unread = append(unread, a)
 		}
 	}
+	sort.Slice(unread, func(i, j int) bool { return lessDevice(unread[i], unread[j]) })
 	switch {
+	case len(found) == 0 && len(unread) > 0:
+		// Not "no such array": the name may be one of these (a user who
+		// may not open the members reads no superblock).
+		return "", &ambiguousError{Name: name, Unread: unread}
 	case len(found) == 0:
 		return "", fmt.Errorf("%w: %s", ErrNoArray, escape.Text(name))
 	case len(found) == 1 && len(unread) == 0:
 		return found[0], nil
 	}
 	sort.Slice(found, func(i, j int) bool { return lessDevice(found[i], found[j]) })
-	sort.Slice(unread, func(i, j int) bool { return lessDevice(unread[i], unread[j]) })
 	return "", &ambiguousError{Name: name, Arrays: found, Unread: unread}
 }
 
@@ -185,7 +188,9 @@ func sameUUID(u, typed string) bool {
 var ErrAmbiguous = errors.New("md: array name is ambiguous")
 
 // ambiguousError is returned for a superblock name that more than one
-// array carries; it lists them all. It matches ErrAmbiguous.
+// array carries, or that no array carries as far as can be read while
+// some arrays' names cannot be read (then Arrays is empty); it lists them
+// all. It matches ErrAmbiguous.
 type ambiguousError struct {
 	Name   string   // the name asked for
 	Arrays []string // kernel names of the arrays that carry it, sorted
@@ -195,6 +200,14 @@ type ambiguousError struct {
 // Error names the candidates; the name is escaped (it may come from a
 // disk).
 func (e *ambiguousError) Error() string {
+	if len(e.Arrays) == 0 {
+		n := "1 array"
+		if len(e.Unread) > 1 {
+			n = fmt.Sprintf("%d arrays", len(e.Unread))
+		}
+		return fmt.Sprintf("md: cannot tell whether %q names an array: cannot read the name of %s (%s), no member's superblock could be read (run as root, or name the array by device)",
+			escape.Text(e.Name), n, strings.Join(e.Unread, ", "))
+	}
 	if len(e.Unread) > 0 {
 		return fmt.Sprintf("%v: %q is the name of %s, and the name of %s cannot be read (no member's superblock could be); name the array by device (%s)",
 			ErrAmbiguous, escape.Text(e.Name), strings.Join(e.Arrays, " and "), strings.Join(e.Unread, " and "), strings.Join(e.Arrays, ", "))
@@ -216,14 +229,22 @@ type snapshot struct {
 	raidDisks int
 	// raidDisksBad: raid_disks could not be read or parsed.
 	raidDisksBad bool
-	layout       int64
-	chunk        int64
-	component    uint64 // KiB
-	size         uint64 // sectors
-	degraded     *uint64
-	action       sysfs.SyncAction
-	progress     sysfs.Progress
-	speed        sysfs.Optional[uint64]
+	// stateBad: array_state could not be read or parsed.
+	stateBad  bool
+	layout    int64
+	chunk     int64
+	component uint64 // KiB
+	size      uint64 // sectors
+	degraded  *uint64
+	action    sysfs.SyncAction
+	progress  sysfs.Progress
+	// progressRead: sync_completed was read (the array has a redundancy
+	// personality running).
+	progressRead bool
+	// resyncStart is resync_start: Valid while the members do not yet
+	// agree beyond it (a resync to run, running or delayed).
+	resyncStart sysfs.Optional[uint64]
+	speed       sysfs.Optional[uint64]
 	// mismatch is mismatch_cnt, nil when the array has none.
 	mismatch *uint64
 	// lastAction is last_sync_action in today's words (lastSyncAction),
@@ -249,6 +270,9 @@ type memberSnap struct {
 	sb   *superblock.Superblock
 	// badSysfs lists the member's attributes that did not parse.
 	badSysfs []string
+	// slotFromLink: the slot could not be read and Slot comes from the
+	// array's rdN link to the member.
+	slotFromLink bool
 	// unread names the member's state and slot when they could not be
 	// read (or did not parse): a decision about the member refuses.
 	unread []string
@@ -304,6 +328,7 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	}
 	s.state, err = a.State()
 	s.note("array_state", err)
+	s.stateBad = err != nil
 	s.level, err = a.Level()
 	s.note("level", err)
 	s.metadata, err = a.MetadataVersion()
@@ -338,7 +363,10 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	s.action, err = a.SyncAction()
 	s.note("sync_action", optional(err))
 	s.progress, err = a.SyncCompleted()
+	s.progressRead = err == nil
 	s.note("sync_completed", optional(err))
+	s.resyncStart, err = a.ResyncStart()
+	s.note("resync_start", optional(err))
 	s.speed, err = a.SyncSpeed()
 	s.note("sync_speed", optional(err))
 	if n, err := a.MismatchCount(); err == nil {
@@ -363,8 +391,23 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 		}
 		sbs = m.startSuperblocks(names, s.metadata)
 	}
+	// The rdN links say which member holds which slot; they are read
+	// only for a member whose slot attribute cannot be (readMember).
+	var links map[string]int
+	slotLink := func(dir string) (int, bool) {
+		if links == nil {
+			links = map[string]int{}
+			if l, err := a.SlotLinks(); err == nil {
+				for slot, d := range l {
+					links[d] = slot
+				}
+			}
+		}
+		slot, ok := links[dir]
+		return slot, ok
+	}
 	for _, mem := range members {
-		ms := m.readMember(fsys, mem)
+		ms := m.readMember(fsys, mem, slotLink)
 		if !ms.left {
 			s.errs = append(s.errs, ms.badSysfs...)
 		}
@@ -437,7 +480,13 @@ func (m *Manager) addSuperblocks(s *snapshot, res []sbResult) {
 
 // readMember reads what sysfs says about one member; addSuperblocks
 // adds its superblock.
-func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
+//
+// A slot that cannot be read is taken from the array's rdN link to the
+// member (slotLink, given the member's directory name), when there is
+// one: the kernel makes it when it gives the member its slot. The slot
+// stays in unread (a decision that writes refuses), but the status shows
+// where the member is rather than a missing slot and a spare.
+func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, slotLink func(dir string) (int, bool)) (ms memberSnap) {
 	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: sysfs.MemberState{}}}
 	var errs []string
 	note := func(what string, err error) {
@@ -474,6 +523,12 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 		}
 		note("slot", err)
 		ms.unread = append(ms.unread, "slot")
+		if slotLink != nil {
+			if slot, ok := slotLink(path.Base(mem.Dir())); ok {
+				ms.Slot = slot
+				ms.slotFromLink = true
+			}
+		}
 	}
 	ms.ReadErrors, err = mem.Errors()
 	note("errors", err)
@@ -531,13 +586,16 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member) (ms memberSnap) {
 // array. Linux 6.1 unbinds a removed member at once but deletes its dev-*
 // directory later, from a workqueue (unbind_rdev_from_array), in two
 // steps: the attributes first, then the directory (docs/kernels.md §7 and
-// §9). So right after a removal a listing can still name the member while
+// §9). The unbind removes the member's block link at once. So right after
+// a removal a listing can still name the member while
 //   - every read of it fails with ENODEV: md's rdev_attr_show says so once
 //     the member is unbound (rdev->mddev is NULL), which proves it left;
 //   - its attributes are missing while its directory is still there: it
-//     left if the directory goes too, which memberLeft waits for, for
-//     leaveWait at most; a directory that stays without its attributes
-//     proves nothing, and the member is kept (unread).
+//     left if the directory or its block link is gone too; with both
+//     still there the member is bound, and it is kept (unread): a missing
+//     attribute proves nothing.
+//
+// It looks once and never waits: a status call does not sleep per member.
 func memberLeft(mem sysfs.Member, err error) bool {
 	switch {
 	case errors.Is(err, unix.ENODEV):
@@ -545,26 +603,13 @@ func memberLeft(mem sysfs.Member, err error) bool {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false
 	}
-	deadline := time.Now().Add(leaveWait)
-	for {
-		_, err := os.Lstat(mem.Path(""))
-		if errors.Is(err, fs.ErrNotExist) {
+	for _, p := range []string{mem.Path(""), mem.Path("block")} {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			return true
 		}
-		if err != nil || time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(leavePoll)
 	}
+	return false
 }
-
-// How long memberLeft waits for the directory of a member whose
-// attributes are gone, and how often it looks: the kernel's worker
-// deletes it within milliseconds.
-const (
-	leaveWait = 500 * time.Millisecond
-	leavePoll = 5 * time.Millisecond
-)
 
 // readSuperblock reads the superblock of the version the kernel reports
 // from the member's device node, waiting at most the read deadline (the

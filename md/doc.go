@@ -95,6 +95,14 @@
 // [Manager.Heal], [NewRecord]). Package md/metrics is a Prometheus
 // collector over [Manager.Discover].
 //
+// # Waiting, and clean for shutdown
+//
+// [Manager.Wait] blocks until no resync, recovery, reshape, check or
+// repair runs on the arrays named (mdadm -W), polling sync_action;
+// [Manager.WaitClean] makes active arrays clean now (lowers
+// safe_mode_delay, waits for array_state clean and clean superblocks,
+// writes the delay back), through the executor, reporting every write.
+//
 // # Assembly
 //
 // [Manager.Incremental] adds one device to its array as udev's mdadm

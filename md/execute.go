@@ -344,6 +344,15 @@ func (x *execution) step(k StepKind) error {
 			return err
 		}
 		if err := kern.SetSyncAction(p.Array, sysfs.ActionFrozen); err != nil {
+			if errors.Is(err, errSyncRunsOn) {
+				// Accepted but not done: sync_action reads frozen
+				// while the sync runs. Undo it before saying so.
+				if uerr := kern.SetSyncAction(p.Array, sysfs.ActionIdle); uerr != nil {
+					return fmt.Errorf("%w; writing idle back failed, so %s is left frozen; its freeze record stays, and heal or this replace run again unfreezes it: %v", err, p.Array, uerr)
+				}
+				removeFreeze(x.m.ops.runDir, x.key)
+				return fmt.Errorf("%w; idle was written back", err)
+			}
 			removeFreeze(x.m.ops.runDir, x.key)
 			return err
 		}

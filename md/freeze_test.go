@@ -1,9 +1,12 @@
 package md
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +233,72 @@ func TestHealThawsStaleFreeze(t *testing.T) {
 	c.Check(strings.Contains(ds[0].Reason, "unfroze recovery"), qt.IsTrue)
 	c.Check(r.k.Calls(), qt.DeepEquals, []string{"SetSyncAction(md0, idle)"})
 	c.Check(rep.Arrays[0].Activity.Kind, qt.Not(qt.Equals), sysfs.ActionFrozen)
+}
+
+// TestFreezeAcceptedButNotDone: a frozen write the kernel accepts while
+// the sync runs on (Linux 6.1 when a signal interrupts action_store) is
+// undone with idle, the record removed, and the replace fails before
+// anything is written, saying so.
+func TestFreezeAcceptedButNotDone(t *testing.T) {
+	c := qt.New(t)
+	r, path := replaceOn(t, "raid1-degraded-missing")
+	uuid := snapshotUUID(r.m.read(r.name))
+	before, err := os.ReadFile(path)
+	c.Assert(err, qt.IsNil)
+	n := 0
+	r.k.onCall = func(name string) {
+		if name != "SetSyncAction" {
+			return
+		}
+		n++
+		if n == 1 {
+			r.k.fail = map[string]error{"SetSyncAction": fmt.Errorf("md: %s: frozen written to sync_action 3 times, each accepted by the kernel, and the sync still runs: %w", r.name, errSyncRunsOn)}
+		} else {
+			r.k.fail = nil
+		}
+	}
+	_, err = r.m.Replace(context.Background(), ReplaceRequest{Array: r.name, With: path, AllowImageFile: true})
+	c.Assert(err, qt.ErrorIs, errSyncRunsOn)
+	c.Check(err, qt.ErrorMatches, `(?s).*the sync still runs.*idle was written back.*`)
+	c.Check(r.k.Calls(), qt.Contains, "SetSyncAction("+r.name+", idle)")
+	for _, call := range r.k.Calls() {
+		c.Check(strings.HasPrefix(call, "AddNewDisk("), qt.IsFalse, qt.Commentf("%s after a freeze that did not take", call))
+	}
+	rec, err := readFreeze(r.m.ops.runDir, uuid)
+	c.Assert(err, qt.IsNil)
+	c.Check(rec, qt.IsNil)
+	after, err := os.ReadFile(path)
+	c.Assert(err, qt.IsNil)
+	c.Check(bytes.Equal(before, after), qt.IsTrue, qt.Commentf("the candidate was written"))
+}
+
+// TestSetSyncActionConfirmsTheStop: sysKernel writes frozen again while
+// sync_completed still shows a running sync, and gives up after
+// stopWrites writes with errSyncRunsOn; a stop that took is one write.
+func TestSetSyncActionConfirmsTheStop(t *testing.T) {
+	c := qt.New(t)
+	sys := t.TempDir()
+	md := filepath.Join(sys, "devices", "virtual", "block", "md0", "md")
+	c.Assert(os.MkdirAll(md, 0o755), qt.IsNil)
+	c.Assert(os.MkdirAll(filepath.Join(sys, "block"), 0o755), qt.IsNil)
+	c.Assert(os.Symlink("../devices/virtual/block/md0", filepath.Join(sys, "block", "md0")), qt.IsNil)
+	fsys, err := sysfs.NewFS(sys)
+	c.Assert(err, qt.IsNil)
+	k := sysKernel{fs: fsys}
+	write := func(name, v string) { c.Assert(os.WriteFile(filepath.Join(md, name), []byte(v+"\n"), 0o644), qt.IsNil) }
+
+	write("sync_action", "check")
+	write("sync_completed", "none")
+	c.Check(k.SetSyncAction("md0", sysfs.ActionFrozen), qt.IsNil)
+
+	write("sync_action", "check")
+	write("sync_completed", "128 / 65536")
+	err = k.SetSyncAction("md0", sysfs.ActionFrozen)
+	c.Check(err, qt.ErrorIs, errSyncRunsOn)
+	c.Check(err, qt.ErrorMatches, `md: md0: frozen written to sync_action 3 times, each accepted by the kernel, and the sync still runs: .*`)
+
+	// Idle: the sync that runs afterwards is a recovery started again,
+	// not the one stopped.
+	write("sync_action", "recover")
+	c.Check(k.SetSyncAction("md0", sysfs.ActionIdle), qt.IsNil)
 }

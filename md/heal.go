@@ -16,6 +16,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/internal/escape"
@@ -127,6 +128,16 @@ type HealOptions struct {
 	// History, when set, remembers the attempts that failed across
 	// passes (see HealHistory); nil remembers nothing, as for one pass.
 	History *HealHistory
+	// ReAdd also puts a former member found in its slot's recorded port
+	// back into that slot (Manager.ReAdd), as mdadm's POLICY
+	// action=re-add: with a bitmap md copies only what changed. Each
+	// re-add is remembered in the Store (Records.ReAdds), which must be
+	// set: a member that goes missing again after heal re-added it, or
+	// that the kernel failed with read errors or bad blocks, is not
+	// re-added again (ErrReAddBlocked) until an operator re-adds it
+	// (mdctl re-add --store). Without ReAdd such a disk is refused as
+	// not blank.
+	ReAdd bool
 }
 
 // HealHistory remembers the heal attempts that failed (the array, the
@@ -198,7 +209,10 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 		one.Arrays = keep
 		r = &one
 	}
-	cfg := healConfig{dryRun: opts.DryRun, logger: opts.Logger}
+	if opts.ReAdd && opts.Store == nil {
+		return nil, errors.New("md: heal with ReAdd needs a Store, to remember each re-add across restarts")
+	}
+	cfg := healConfig{dryRun: opts.DryRun, logger: opts.Logger, reAdd: opts.ReAdd, store: opts.Store, records: rs}
 	if h := opts.History; h != nil {
 		if h.failed == nil {
 			h.failed = map[healAttempt]failedAttempt{}
@@ -216,6 +230,11 @@ type healConfig struct {
 	// failed remembers the attempts that failed, across the passes of
 	// one watch; nil remembers nothing (a single pass).
 	failed map[healAttempt]failedAttempt
+	// reAdd, store and records: see HealOptions.ReAdd.
+	reAdd   bool
+	store   Store
+	records *Records
+	now     func() time.Time
 }
 
 // healAttempt is one way of filling a slot: the array, the slot, and the
@@ -325,7 +344,9 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 		}
 		delete(cfg.failed, at)
 	}
-	m.fill(ctx, cfg.filler, d, cfg.dryRun)
+	if !cfg.reAdd || !m.fillReAdd(ctx, cfg, r, d) {
+		m.fill(ctx, cfg.filler, d, cfg.dryRun)
+	}
 	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
 		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) || errors.Is(d.Err, errMapLocked) {
 		return // nothing written to the disk (a faulty member removed first changes the array's shape): the next pass decides afresh
@@ -460,7 +481,11 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 			whole(OutcomeRefused, fmt.Errorf("%w: sync_action is %s", ErrHealDeferred, k))
 			continue
 		}
-		if a.Activity.Pending != "" {
+		// A delayed sync is about to run. A pending resync (Activity
+		// Pending "pending", new with issue 31) defers nothing, as
+		// before: it waits for a first write on a read-auto array, and
+		// a frozen one is deferred above.
+		if a.Activity.Pending == PendingDelayed {
 			whole(OutcomeRefused, fmt.Errorf("%w: a sync is %s", ErrHealDeferred, a.Activity.Pending))
 			continue
 		}
@@ -514,6 +539,8 @@ func decideHeal(r *Report, rs *Records, ports map[string][]string, devRoot strin
 type slotFiller interface {
 	planFill(ctx context.Context, req ReplaceRequest) (*Plan, error)
 	executeFill(ctx context.Context, p *Plan) error
+	planReAdd(ctx context.Context, req ReAddRequest) (*ReAddPlan, error)
+	reAdd(ctx context.Context, req ReAddRequest) (*ReAddResult, error)
 }
 
 // replaceFiller fills slots with the replace planner and executor, the
@@ -527,6 +554,14 @@ func (f replaceFiller) planFill(ctx context.Context, req ReplaceRequest) (*Plan,
 func (f replaceFiller) executeFill(ctx context.Context, p *Plan) error {
 	_, err := f.m.ExecuteReplace(ctx, p)
 	return err
+}
+
+func (f replaceFiller) planReAdd(ctx context.Context, req ReAddRequest) (*ReAddPlan, error) {
+	return f.m.PlanReAdd(ctx, req)
+}
+
+func (f replaceFiller) reAdd(ctx context.Context, req ReAddRequest) (*ReAddResult, error) {
+	return f.m.ReAdd(ctx, req)
 }
 
 // thawAll undoes, before heal decides, every freeze that an interrupted

@@ -160,6 +160,27 @@ type fakeFiller struct {
 	planned []string
 	done    []string
 	execs   int // executeFill calls: each would write the disk
+	// reAddPlan and reAddErr are what planReAdd returns (nil, nil: the
+	// disk carries no md superblock); reAddFails what reAdd returns.
+	reAddPlan  *ReAddPlan
+	reAddErr   error
+	reAddFails error
+	reAdds     []string
+}
+
+func (f *fakeFiller) planReAdd(_ context.Context, req ReAddRequest) (*ReAddPlan, error) {
+	if f.reAddPlan == nil && f.reAddErr == nil {
+		return nil, refuse(reAddOp, req.Array, req.Device, fmt.Errorf("%w: no md superblock", ErrNotMember))
+	}
+	return f.reAddPlan, f.reAddErr
+}
+
+func (f *fakeFiller) reAdd(_ context.Context, req ReAddRequest) (*ReAddResult, error) {
+	f.reAdds = append(f.reAdds, req.Array+" "+req.Device)
+	if f.reAddFails != nil {
+		return nil, f.reAddFails
+	}
+	return &ReAddResult{Plan: f.reAddPlan, Outcome: ReAdded, Writes: []string{f.reAddPlan.Write}}, nil
 }
 
 func (f *fakeFiller) planFill(_ context.Context, req ReplaceRequest) (*Plan, error) {

@@ -26,8 +26,10 @@ const (
 	// auto-read-only.
 	ReadOnly Availability = "read-only"
 	// Unknown is an array whose health cannot be told: its array_state
-	// holds a value this package does not know, or a running array's
-	// raid_disks could not be read. Array.Readable is false for it.
+	// holds a value this package does not know, a running array's
+	// raid_disks could not be read, or a member's state (or the slot of
+	// a member of a running array, when no rdN link gives it) could not
+	// be read. Array.Readable is false for it.
 	Unknown Availability = "unknown"
 )
 
@@ -39,7 +41,10 @@ const (
 	// Full: every slot is in sync, and the level has redundancy.
 	Full Redundancy = "full"
 	// Reduced: some slots are missing, but losing any one more in-sync
-	// member still leaves every block readable.
+	// member still leaves every block readable; or every slot is in sync
+	// but a resync has not finished (pending, delayed or running:
+	// Activity.ResyncStartSectors is set), so beyond that point the
+	// members do not yet agree and redundancy is not full.
 	Reduced Redundancy = "reduced"
 	// NoRedundancy: losing some single in-sync member would lose data
 	// (always the case for raid0 and linear), or the array is not running.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,6 +30,11 @@ type kernel interface {
 	// AddNewDisk binds the block device dev as a new member
 	// (ADD_NEW_DISK with state 0).
 	AddNewDisk(array string, dev sysfs.DevNum) error
+	// ReAddDisk binds dev back into its slot (ADD_NEW_DISK with the
+	// descriptor number, slot and in-sync state of its superblock, and
+	// its write-mostly and failfast flags); EINVAL when md will not take
+	// it back as it was.
+	ReAddDisk(array string, dev sysfs.DevNum, number uint32, slot int, writeMostly, failFast bool) error
 	// RunArray starts an assembled, inactive array (RUN_ARRAY).
 	RunArray(array string) error
 	// SetArrayState writes md/array_state (read-auto starts an
@@ -42,6 +48,8 @@ type kernel interface {
 	// SetSyncMax writes md/sync_max: the sector where syncs pause, or
 	// "max" when limit is not Valid.
 	SetSyncMax(array string, limit sysfs.Optional[uint64]) error
+	// SetSafeModeDelay writes md/safe_mode_delay (seconds, "0.001").
+	SetSafeModeDelay(array, seconds string) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -144,13 +152,88 @@ func (k sysKernel) SetArrayState(array string, st sysfs.ArrayState) error {
 	return a.SetState(st)
 }
 
-// SetSyncAction writes md/sync_action.
+// SetSyncAction writes md/sync_action. A stop (frozen, or idle while a
+// check or repair runs) is confirmed and written again, up to
+// stopWrites times: Linux 6.1's action_store takes the array's lock
+// interruptibly and, when a signal interrupts the wait, skips stopping
+// the sync thread yet reports the write as done (seen in the VM suite on
+// 6.1: a check that went on after frozen was written). A stop that took
+// has reaped the sync thread (6.1 reaps it in action_store before the
+// write returns), so sync_completed reads none after frozen, and
+// sync_action no longer reads check or repair after idle.
 func (k sysKernel) SetSyncAction(array string, act sysfs.SyncAction) error {
 	a, err := k.fs.Array(array)
 	if err != nil {
 		return err
 	}
-	return a.SetSyncAction(act)
+	for n := 1; ; n++ {
+		if err := a.SetSyncAction(act); err != nil {
+			if n > 1 {
+				return fmt.Errorf("md: %s: writing %s to sync_action a %s time (the kernel accepted the earlier writes, but the sync ran on): %w", array, act, ordinal(n), err)
+			}
+			return err
+		}
+		if !stopSettles(a, act) {
+			return nil
+		}
+		if n == stopWrites {
+			return fmt.Errorf("md: %s: %s written to sync_action %d times, each accepted by the kernel, and the sync still runs: %w", array, act, n, errSyncRunsOn)
+		}
+	}
+}
+
+// stopWrites is how many times SetSyncAction writes a stop that the
+// kernel accepts without stopping the sync.
+const stopWrites = 3
+
+// errSyncRunsOn is the error of a stop the kernel accepted without
+// stopping the sync.
+var errSyncRunsOn = errors.New("the kernel reported the stop written but did not stop the sync (a signal interrupted it in the kernel)")
+
+// stopSettles reports whether the sync that act should have stopped
+// still runs stopWait after the write: a stop that took shows at once on
+// 6.1, 6.12 and 7.2 in the VM suite, and the wait only keeps a slower
+// reaping from counting as a stop not done.
+func stopSettles(a sysfs.Array, act sysfs.SyncAction) bool {
+	deadline := time.Now().Add(stopWait)
+	for syncRunsOn(a, act) {
+		if time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(stopWait / 50)
+	}
+	return false
+}
+
+// stopWait is how long a stop that the kernel accepted may take to show.
+const stopWait = 500 * time.Millisecond
+
+// syncRunsOn reports whether the sync that act, just written, should
+// have stopped still runs. What cannot be read counts as stopped: the
+// write was accepted, and the callers read the state again.
+func syncRunsOn(a sysfs.Array, act sysfs.SyncAction) bool {
+	switch act {
+	case sysfs.ActionFrozen:
+		p, err := a.SyncCompleted()
+		return err == nil && p.State != sysfs.ProgressNone
+	case sysfs.ActionIdle:
+		// After idle a needed resync or recovery starts again at once;
+		// only a check or repair is one that idle ends.
+		now, err := a.SyncAction()
+		return err == nil && (now == sysfs.ActionCheck || now == sysfs.ActionRepair)
+	}
+	return false
+}
+
+// ordinal is "second", "third" for n = 2, 3, else "next".
+func ordinal(n int) string {
+	switch n {
+	case 2:
+		return "second"
+	case 3:
+		return "third"
+	}
+	return "next"
 }
 
 // SetSyncMin writes md/sync_min.
@@ -172,6 +255,15 @@ func (k sysKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) error 
 		return a.ResetSyncMax()
 	}
 	return a.SetSyncMax(limit.Value)
+}
+
+// SetSafeModeDelay writes md/safe_mode_delay.
+func (k sysKernel) SetSafeModeDelay(array, seconds string) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetSafeModeDelay(seconds)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

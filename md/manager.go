@@ -87,6 +87,9 @@ type Manager struct {
 	// is written once at the end of the call instead of after each
 	// device; nil otherwise.
 	uevents *ueventQueue
+	// dry, set for a dry run of assembly (withDryRun), is what the run
+	// would have changed; nil otherwise.
+	dry *dryRun
 }
 
 // device is an open block device (or, in tests, an image file).

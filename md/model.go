@@ -99,6 +99,10 @@ type Array struct {
 	// Freeze is set while recovery is frozen: who froze it, as far as
 	// mdctl knows, and what undoes it (see freeze.go).
 	Freeze *Freeze `json:"freeze,omitempty"`
+	// Run is, for an inactive array, what starting it with the members
+	// it has (Manager.Run, mdctl run, mdadm --run) would give; nil for
+	// any other array.
+	Run *RunOutlook `json:"run,omitempty"`
 	// Degraded is the kernel's count of slots without an in-sync member
 	// (the sysfs "degraded" attribute where it exists, else counted).
 	Degraded int `json:"degraded"`
@@ -141,6 +145,9 @@ const (
 	SlotFaulty SlotState = "faulty"
 	// SlotMissing: no member holds the slot.
 	SlotMissing SlotState = "missing"
+	// SlotUnknown: the member in the slot could not be read (its state
+	// attribute), so whether it is in sync is not known.
+	SlotUnknown SlotState = "unknown"
 	// SlotAssembled: the array is not running (assembled, waiting to
 	// start) and a member whose own superblock names this slot is bound
 	// to it; the kernel gives it the slot when the array starts.
@@ -211,9 +218,19 @@ type Activity struct {
 	// Kind is the kernel's sync_action word (sysfs.ActionIdle when the
 	// array has none); an unknown future word is passed through as read.
 	Kind sysfs.SyncAction `json:"kind"`
-	// Pending is "delayed" when the kernel holds the sync back (for
-	// example behind another array on the same disks).
+	// Pending is "delayed" when the kernel holds a sync back behind
+	// another array on the same disks (sync_completed reads delayed;
+	// /proc/mdstat and mdadm --detail say DELAYED), and "pending" when a
+	// resync is to be done and none runs (resync_start is not none and
+	// sync_completed is none; mdstat resync=PENDING, mdadm
+	// "resyncing (PENDING)"): typically an array created or assembled
+	// read-only or read-auto, which resyncs at its first write, or one
+	// whose sync_action is frozen.
 	Pending string `json:"pending,omitempty"`
+	// ResyncStartSectors is resync_start: the members are known to agree
+	// up to this sector only (a resync is pending, delayed or running).
+	// Nil when they agree everywhere (resync_start none).
+	ResyncStartSectors *uint64 `json:"resync_start_sectors,omitempty"`
 	// DoneSectors and TotalSectors are the kernel's last checkpoint
 	// (sync_completed), in 512-byte sectors.
 	DoneSectors  uint64 `json:"done_sectors,omitempty"`
@@ -287,3 +304,17 @@ func devNumText(d sysfs.DevNum) string {
 // errNoDevNum: a member's device number could not be read (its block
 // device is gone, or sysfs did not say).
 var errNoDevNum = errors.New("not known (its block device could not be read)")
+
+// RunOutlook is what starting an inactive array with the members it has
+// would give (see Manager.Run, which refuses when CanRun is false).
+type RunOutlook struct {
+	// CanRun: the members it has hold every block (the level survives
+	// the slots without one).
+	CanRun bool `json:"can_run"`
+	// Slots is the number of slots a member would hold; RaidDisks is
+	// Array.RaidDisks.
+	Slots int `json:"slots"`
+	// Redundancy is the array's redundancy once started; none when it
+	// cannot run.
+	Redundancy Redundancy `json:"redundancy"`
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -82,6 +83,21 @@ func TestDryRunUnreadableAttribute(t *testing.T) {
 			c.Assert(errors.As(err, &re), qt.IsTrue)
 		})
 	}
+}
+
+// TestStatusUnreadableArrayState: an array whose array_state cannot be
+// read is of unknown health, not inactive (nothing says it is), and
+// status names the attribute.
+func TestStatusUnreadableArrayState(t *testing.T) {
+	c := qt.New(t)
+	sys := mdtest.Capture(t, "raid1-v1.2")
+	m, err := md.Open(sys.Config())
+	c.Assert(err, qt.IsNil)
+	sys.Unreadable("md/array_state")
+	a, err := m.Status(context.Background(), sys.Array())
+	c.Assert(err, qt.IsNil)
+	c.Check(a.Availability, qt.Equals, md.Unknown)
+	c.Check(strings.Join(a.Errors, "\n"), qt.Contains, "array_state")
 }
 
 // TestDryRunNotBlank: a disk that is not blank (a member of another

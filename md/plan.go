@@ -790,7 +790,11 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		}
 		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: StatusFail, Reason: reason})
 		if pl.first == nil {
-			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: checkBlank, Reason: notBlankReason(c, reason), Err: other[0]}
+			why := notBlankReason(c, reason)
+			if former := formerMemberReason(f, c, p.Array); former != "" {
+				why = former + " " + why
+			}
+			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: checkBlank, Reason: why, Err: other[0]}
 		}
 	case resumeAdded:
 		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run; the rest of the disk is blank")
@@ -813,6 +817,36 @@ func notBlankReason(c *Candidate, finding string) string {
 	}
 	return fmt.Sprintf("%s is not blank: %s. If nothing on it is needed, its owner must blank it first, for example with blkdiscard %s; wipefs -a alone is not enough (it leaves data and signatures it does not know)",
 		disk, finding, c.Path)
+}
+
+// formerMemberReason is what the refusal of a candidate that is not
+// blank says first when the candidate carries an md superblock of the
+// array itself (its set UUID): that it is a former member, and what adds
+// it back. Empty when it carries no such superblock. md re-adds a member
+// with a recent enough superblock through a bitmap when the array has
+// one (only the regions marked dirty are copied), and rebuilds it in full
+// otherwise.
+func formerMemberReason(f arrayFacts, c *Candidate, array string) string {
+	src := cloneSource(f.s)
+	if src == nil {
+		return ""
+	}
+	for _, sb := range c.mdsb {
+		if sb == nil || sb.SetUUID != src.sb.SetUUID {
+			continue
+		}
+		how := fmt.Sprintf("mdctl re-add %s %s puts it back into its slot (mdctl incremental --run %s adds it back as well)", array, c.Path, c.Path)
+		if !inSync(sb) {
+			how = fmt.Sprintf("its superblock makes it a spare: mdctl incremental --run --add-spares %s adds it back as one", c.Path)
+		}
+		rebuild := "; md rebuilds it in full (the array has no write-intent bitmap)"
+		if src.sb.HasBitmap() {
+			rebuild = "; md re-adds it and, with the array's write-intent bitmap, copies only what changed since it left (a full rebuild when its events are too old for the bitmap)"
+		}
+		return fmt.Sprintf("%s is a former member of %s: its md superblock carries %s's array UUID %s (events %d, the array's %d). To take it back into %s, %s%s; it is not written by replace.",
+			c.Path, array, array, src.sb.SetUUID, sb.Events, src.sb.Events, array, how, rebuild)
+	}
+	return ""
 }
 
 // oursOnDisk reports whether the candidate carries exactly one md

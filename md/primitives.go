@@ -37,6 +37,10 @@ type ops struct {
 	// sleep waits between the reads of a check that is followed; nil
 	// waits on a timer. Tests advance a simulated kernel in it.
 	sleep func(ctx context.Context, d time.Duration) error
+	// watchAttr opens a sysfs attribute to be read and polled (Wait,
+	// WaitClean); nil opens the real one (pollAttr). Tests advance a
+	// simulated kernel in its Wait.
+	watchAttr func(path string) (attrWatch, error)
 }
 
 // Errors of the primitives.
@@ -280,12 +284,12 @@ func decideRun(s *snapshot) error {
 	if len(s.members) == 0 {
 		return fmt.Errorf("%w: %s has no members", errNotEnough, s.name)
 	}
-	inSync := make([]bool, a.RaidDisks)
-	for _, sl := range a.Slots {
-		inSync[sl.Slot] = sl.State == SlotActive || sl.State == SlotAssembled
-	}
-	if a.RaidDisks == 0 || !survives(a.Level, a.Layout, inSync) {
-		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, countTrue(inSync), a.RaidDisks)
+	if o := a.Run; o == nil || !o.CanRun {
+		slots := 0
+		if o != nil {
+			slots = o.Slots
+		}
+		return fmt.Errorf("%w: %s (%s) has %d of %d slots", errNotEnough, s.name, a.Level, slots, a.RaidDisks)
 	}
 	return nil
 }

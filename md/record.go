@@ -276,6 +276,9 @@ type Store interface {
 type Records struct {
 	Arrays []Record      `json:"arrays"`
 	Checks []CheckRecord `json:"checks,omitempty"`
+	// ReAdds are the former members heal re-added, and those it will not
+	// re-add again (ReAddMark); kept by whoever saves the other parts.
+	ReAdds []ReAddMark `json:"re_adds,omitempty"`
 }
 
 // Find returns the record of the array with the given UUID.
@@ -324,5 +327,8 @@ func (rs *Records) Validate() error {
 		}
 		seen[r.UUID] = true
 	}
-	return validateChecks(rs.Checks)
+	if err := validateChecks(rs.Checks); err != nil {
+		return err
+	}
+	return validateReAdds(rs.ReAdds)
 }

@@ -56,8 +56,9 @@ import (
 type ReplaceRequest struct {
 	// Array is the array, named as in the package documentation ("Naming arrays").
 	Array string
-	// With is the path of the new disk (such as /dev/sdc or a
-	// /dev/disk/by-id link).
+	// With is the new disk: a path (such as /dev/sdc or a
+	// /dev/disk/by-id link) or a kernel name ("sdc"), by the rule of
+	// Manager.DevicePath.
 	With string
 	// Slot is the slot to fill; nil lets the planner choose the only
 	// empty (or faulty) slot.
@@ -103,6 +104,7 @@ func (m *Manager) planRequest(ctx context.Context, req ReplaceRequest, devUUID u
 	if err != nil {
 		return nil, refuseLookup("replace", req.Array, req.Member, err)
 	}
+	req.With = m.DevicePath(req.With)
 	rf := m.gatherReplace(name, req, "")
 	return planReplace(rf.array, rf.cand, req, devUUID)
 }
@@ -175,8 +177,20 @@ func (m *Manager) arrayFacts(name, member string) arrayFacts {
 	return f
 }
 
+// DevicePath is the path of the device arg names, by the one rule for
+// device arguments ([blockdev.ArgPath]): a name without a slash is a
+// kernel name under the Manager's dev root ("vda" is /dev/vda), anything
+// with a slash a path as given ("/dev/disk/by-id/…", "./disk.img").
+// PlanReplace (With), Incremental and Assemble apply it to the devices
+// they are given; Fail, Remove and the replaced member take a kernel
+// name or a path by the same rule.
+func (m *Manager) DevicePath(arg string) string {
+	return blockdev.ArgPath(m.devRoot, arg)
+}
+
 // memberName turns a member named by path into its kernel name. A path
-// that no longer exists (a pulled disk) keeps its base name.
+// that no longer exists (a pulled disk) keeps its base name. A name
+// without a slash is a kernel name already (the rule of DevicePath).
 func (m *Manager) memberName(s string) string {
 	if s == "" || !strings.Contains(s, "/") {
 		return s

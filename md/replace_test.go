@@ -41,6 +41,9 @@ type fakeKernel struct {
 	slotState string
 	// onCall, when set, runs at the start of every call, with its name.
 	onCall func(name string)
+	// addedSlot, when set, is the slot ADD_NEW_DISK's shown member gets
+	// (md's recovery into the only free slot).
+	addedSlot *int
 }
 
 func (k *fakeKernel) record(name string, args ...any) error {
@@ -104,7 +107,28 @@ func (k *fakeKernel) AddNewDisk(array string, dev sysfs.DevNum) error {
 	if !k.show {
 		return nil
 	}
-	return k.addedMember(array, k.added)
+	if err := k.addedMember(array, k.added); err != nil {
+		return err
+	}
+	if k.addedSlot != nil {
+		return k.set(filepath.Join(k.attr(array, "dev-"+k.added), "slot"), fmt.Sprint(*k.addedSlot))
+	}
+	return nil
+}
+
+// ReAddDisk records the call; with show, the member appears in its slot,
+// rebuilding.
+func (k *fakeKernel) ReAddDisk(array string, dev sysfs.DevNum, number uint32, slot int, writeMostly, failFast bool) error {
+	if err := k.record("ReAddDisk", array, dev, number, slot, writeMostly, failFast); err != nil {
+		return err
+	}
+	if !k.show {
+		return nil
+	}
+	if err := k.addedMember(array, k.added); err != nil {
+		return err
+	}
+	return k.set(filepath.Join(k.attr(array, "dev-"+k.added), "slot"), fmt.Sprint(slot))
 }
 
 func (k *fakeKernel) RunArray(array string) error { return k.record("RunArray", array) }
@@ -142,6 +166,13 @@ func (k *fakeKernel) SetSyncMax(array string, limit sysfs.Optional[uint64]) erro
 	return k.set(k.attr(array, "sync_max"), v)
 }
 
+func (k *fakeKernel) SetSafeModeDelay(array, seconds string) error {
+	if err := k.record("SetSafeModeDelay", array, seconds); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "safe_mode_delay"), seconds)
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err
@@ -162,6 +193,28 @@ func (k *fakeKernel) WriteState(array, member string, cmd sysfs.MemberCommand) e
 	}
 	if cmd == sysfs.CmdWantReplacement {
 		return k.set(k.attr(array, "dev-"+member, "state"), "in_sync,want_replacement")
+	}
+	if k.show {
+		// The flags md sets and clears on request (state_store).
+		flag := map[sysfs.MemberCommand]string{sysfs.CmdWriteMostly: "write_mostly", sysfs.CmdClearWriteMostly: "write_mostly",
+			sysfs.CmdFailFast: "failfast", sysfs.CmdClearFailFast: "failfast"}[cmd]
+		if flag != "" {
+			p := k.attr(array, "dev-"+member, "state")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var keep []string
+			for _, f := range strings.Split(strings.TrimSpace(string(b)), ",") {
+				if f != flag && f != "" {
+					keep = append(keep, f)
+				}
+			}
+			if !strings.HasPrefix(string(cmd), "-") {
+				keep = append(keep, flag)
+			}
+			return k.set(p, strings.Join(keep, ","))
+		}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -89,4 +91,56 @@ func TestReplaceRefusesResumeOverData(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplaceRefusesFormerMember (issue 31): a disk carrying the array's
+// own superblock (a former member, pulled and offered back) is refused
+// with what it is and what adds it back, before the advice to erase it;
+// nothing is written.
+func TestReplaceRefusesFormerMember(t *testing.T) {
+	tests := []struct {
+		fixture string
+		bitmap  string
+	}{
+		{"raid1-bitmap", "with the array's write-intent bitmap, copies only what changed"},
+		{"raid1-degraded-missing", "md rebuilds it in full (the array has no write-intent bitmap)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			c := qt.New(t)
+			r := newReplaceRig(t, tt.fixture)
+			f := pulledFacts(t, r, "vdb")
+			path := r.candidate(t, "vdz", 64<<20)
+			member := readImage(t, filepath.Join(r.dev, "vda"))
+			writeImage(t, path, 0, member[:min(len(member), 64<<20)])
+			before := readImage(t, path)
+			_, err := r.plan(f, path)
+			c.Assert(err, qt.ErrorIs, ErrRefused)
+			c.Assert(err, qt.ErrorIs, ErrNotBlank)
+			msg := err.Error()
+			c.Check(msg, qt.Contains, path+" is a former member of "+r.name+": its md superblock carries "+r.name+"'s array UUID")
+			c.Check(msg, qt.Contains, "mdctl re-add md0 "+path+" puts it back into its slot")
+			c.Check(msg, qt.Contains, tt.bitmap)
+			former, erase := strings.Index(msg, "former member"), strings.Index(msg, "blkdiscard")
+			c.Check(erase > former && former >= 0, qt.IsTrue, qt.Commentf("the way back comes before the advice to erase: %s", msg))
+			r.checkNothingWritten(c, path, before)
+		})
+	}
+}
+
+// TestReplaceForeignArrayIsNoFormerMember: another array's superblock is
+// "not blank" without the former-member advice.
+func TestReplaceForeignArrayIsNoFormerMember(t *testing.T) {
+	c := qt.New(t)
+	r := newReplaceRig(t, "raid1-bitmap")
+	other := newReplaceRig(t, "raid1-degraded-missing")
+	f := pulledFacts(t, r, "vdb")
+	path := r.candidate(t, "vdz", 64<<20)
+	member := readImage(t, filepath.Join(other.dev, "vda"))
+	writeImage(t, path, 0, member[:min(len(member), 64<<20)])
+	before := readImage(t, path)
+	_, err := r.plan(f, path)
+	c.Assert(err, qt.ErrorIs, ErrNotBlank)
+	c.Check(err.Error(), qt.Not(qt.Contains), "former member")
+	r.checkNothingWritten(c, path, before)
 }

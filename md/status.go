@@ -59,6 +59,12 @@ func build(s *snapshot, devRoot string) Array {
 	// Slots, spares and faulty members, and mdadm's counts.
 	a.Slots = make([]Slot, a.RaidDisks)
 	inSync := make([]bool, a.RaidDisks)
+	// unknown: a member's state, or the slot of a member of a running
+	// array, could not be read (and no rdN link gives it): the health
+	// cannot be told. unknownSlot marks the slots whose member's state
+	// is unknown: they are not counted missing.
+	unknown := false
+	unknownSlot := make([]bool, a.RaidDisks)
 	for i := range a.Slots {
 		a.Slots[i] = Slot{Slot: i, State: SlotMissing}
 	}
@@ -66,7 +72,13 @@ func build(s *snapshot, devRoot string) Array {
 		mem := &d.members[i]
 		faulty := mem.state.Failed()
 		sync := mem.state.Has(sysfs.FlagInSync)
+		stateUnread := slices.Contains(mem.unread, "state")
+		if stateUnread || (running && mem.Slot < 0 && slices.Contains(mem.unread, "slot")) {
+			unknown = true
+		}
 		switch {
+		case stateUnread:
+			// Neither working nor failed as far as anyone can tell.
 		case faulty:
 			a.Counts.Failed++
 		case mem.state.Has(sysfs.FlagJournal):
@@ -94,6 +106,9 @@ func build(s *snapshot, devRoot string) Array {
 		}
 		sl.Member = &m
 		switch {
+		case stateUnread:
+			sl.State = SlotUnknown
+			unknownSlot[mem.Slot] = true
 		case faulty:
 			sl.State = SlotFaulty
 		case sync:
@@ -107,8 +122,8 @@ func build(s *snapshot, devRoot string) Array {
 		}
 	}
 	missing := 0
-	for _, ok := range inSync {
-		if !ok {
+	for i, ok := range inSync {
+		if !ok && !unknownSlot[i] {
 			missing++
 		}
 	}
@@ -117,14 +132,45 @@ func build(s *snapshot, devRoot string) Array {
 		a.Degraded = int(*s.degraded)
 	}
 
-	a.Availability, a.Redundancy = classify(s, running, a.Level, inSync, max(missing, a.Degraded))
 	a.Activity = activity(s)
+	a.Availability, a.Redundancy = classify(s, running, a.Level, inSync, max(missing, a.Degraded))
+	if unknown && a.Availability != Inactive {
+		// A fact that decides the health could not be read: no guess.
+		a.Availability, a.Redundancy = Unknown, NoRedundancy
+	}
+	if a.Redundancy == Full && a.Activity.ResyncStartSectors != nil {
+		// The members do not agree beyond resync_start until the
+		// resync has run: a copy there is not a copy yet.
+		a.Redundancy = Reduced
+	}
+	if a.Availability == Inactive {
+		a.Run = runOutlook(&a)
+	}
 	if s.mismatch != nil {
 		n := *s.mismatch
 		a.MismatchSectors = &n
 	}
 	a.LastSyncAction = s.lastAction
 	return a
+}
+
+// runOutlook decides what starting the inactive array a with the members
+// it has would give: the slots a member holds (active or assembled) are
+// the ones it would start with. nil when a has no slots.
+func runOutlook(a *Array) *RunOutlook {
+	if a.RaidDisks == 0 {
+		return nil
+	}
+	inSync := make([]bool, a.RaidDisks)
+	for _, sl := range a.Slots {
+		inSync[sl.Slot] = sl.State == SlotActive || sl.State == SlotAssembled
+	}
+	o := &RunOutlook{Slots: countTrue(inSync), Redundancy: NoRedundancy}
+	if survives(a.Level, a.Layout, inSync) {
+		o.CanRun = true
+		o.Redundancy = redundancy(a.Level, a.Layout, inSync)
+	}
+	return o
 }
 
 // derived is what build works out from a snapshot beyond what was read.
@@ -255,7 +301,7 @@ func (s *snapshot) asBuilt() *snapshot {
 // unknown, inactive, failed, degraded, read-only, online.
 func classify(s *snapshot, running bool, level string, inSync []bool, degraded int) (Availability, Redundancy) {
 	switch {
-	case s.state != "" && !s.state.Known(), running && s.raidDisksBad:
+	case s.stateBad, s.state != "" && !s.state.Known(), running && s.raidDisksBad:
 		// What the kernel says cannot be read as a health: no guess.
 		return Unknown, NoRedundancy
 	case !running:
@@ -273,15 +319,35 @@ func classify(s *snapshot, running bool, level string, inSync []bool, degraded i
 	return Online, red
 }
 
-// activity reports what the sync thread does and how far it has got.
+// The values of Activity.Pending.
+const (
+	// PendingDelayed: a sync waits for another array on the same disks.
+	PendingDelayed = "delayed"
+	// PendingResync: a resync is to be done and none runs.
+	PendingResync = "pending"
+)
+
+// activity reports what the sync thread does and how far it has got. It
+// follows the kernel's /proc/mdstat (md.c status_resync, 6.1 to 7.2),
+// which mdadm --detail repeats: DELAYED while a sync thread waits for
+// another array sharing a disk (sync_completed reads delayed), PENDING
+// while none runs and resync_start is below the end (reads a number).
 func activity(s *snapshot) Activity {
 	act := Activity{Kind: sysfs.ActionIdle}
 	if s.action != "" {
 		act.Kind = s.action
 	}
+	if s.resyncStart.Valid && s.progressRead {
+		v := s.resyncStart.Value
+		act.ResyncStartSectors = &v
+	}
 	switch s.progress.State {
 	case sysfs.ProgressDelayed:
-		act.Pending = "delayed"
+		act.Pending = PendingDelayed
+	case sysfs.ProgressNone:
+		if act.ResyncStartSectors != nil {
+			act.Pending = PendingResync
+		}
 	case sysfs.ProgressRunning:
 		act.DoneSectors, act.TotalSectors = s.progress.Done, s.progress.Total
 		if act.TotalSectors > 0 {

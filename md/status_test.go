@@ -2,6 +2,7 @@ package md
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,6 +110,27 @@ func TestStatusWithoutMemberAccess(t *testing.T) {
 		c.Assert(sl.Member, qt.IsNotNil)
 		c.Check(sl.Member.Error, qt.Matches, `.*permission denied`)
 	}
+}
+
+// TestNameWithoutMemberAccess: a superblock name that cannot be checked
+// (not root: no member can be opened) is not "no such array"; the kernel
+// name still works.
+func TestNameWithoutMemberAccess(t *testing.T) {
+	c := qt.New(t)
+	fc := fixture.Named(t, "boot-mirror")
+	m := fixtureManager(t, fc)
+	m.open = func(name string) (device, error) {
+		return nil, &fs.PathError{Op: "open", Path: "/dev/" + name, Err: fs.ErrPermission}
+	}
+	_, err := m.Status(context.Background(), "boot")
+	c.Assert(err, qt.ErrorIs, ErrAmbiguous)
+	c.Check(errors.Is(err, ErrNoArray), qt.IsFalse)
+	c.Check(err, qt.ErrorMatches, `md: cannot tell whether "boot" names an array: cannot read the name of 1 array \(`+fc.Info.Array+`\), no member's superblock could be read \(run as root, or name the array by device\)`)
+	_, err = m.Status(context.Background(), fc.Info.Array)
+	c.Check(err, qt.IsNil)
+	// As root the name resolves.
+	_, err = fixtureManager(t, fc).Status(context.Background(), "boot")
+	c.Check(err, qt.IsNil)
 }
 
 // TestStatusBadBlocksNotYetRecorded: "faulty" beside "in_sync" or

@@ -84,6 +84,10 @@ type RecordOptions struct {
 	// Records, when set, are the slot records to add to; Store is then
 	// not loaded, only saved to.
 	Records *Records
+	// DryRun decides as the pass would (the same records, skips and
+	// errors) and never saves: Saved stays false, and Records are what
+	// would have been saved.
+	DryRun bool
 }
 
 // RecordResult is what a pass of Record did.
@@ -167,7 +171,7 @@ func (m *Manager) Record(ctx context.Context, opts RecordOptions) (RecordResult,
 		}
 		res.Arrays = append(res.Arrays, ra)
 	}
-	if !dirty {
+	if !dirty || opts.DryRun {
 		return res, nil
 	}
 	if err := opts.Store.Save(ctx, rs); err != nil {

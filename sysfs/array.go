@@ -164,6 +164,14 @@ func (a Array) SyncAction() (SyncAction, error) {
 	return parseAt(a.Path("sync_action"), func(s string) (SyncAction, error) { return SyncAction(s), nil })
 }
 
+// SafeModeDelay returns safe_mode_delay as the kernel writes it: seconds
+// with three decimals ("0.204"; "0.000" when safe mode is off). The
+// kernel keeps it in jiffies and prints it rounded up to a millisecond,
+// so writing back what was read restores the same delay.
+func (a Array) SafeModeDelay() (string, error) {
+	return parseAt(a.Path("safe_mode_delay"), parseString)
+}
+
 // LastSyncAction returns last_sync_action, the action of the last sync
 // that ran. Not present on raid0, linear and inactive arrays.
 func (a Array) LastSyncAction() (SyncAction, error) {

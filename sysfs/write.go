@@ -50,6 +50,14 @@ func (a Array) SetSyncMin(sectors uint64) error {
 	return writeAttr(a.Path("sync_min"), strconv.FormatUint(sectors, 10))
 }
 
+// SetSafeModeDelay writes safe_mode_delay: seconds ("0.001"), "0"
+// turning safe mode off. Lowered on an active array that nothing writes,
+// it has the kernel mark the array clean and write its superblocks so
+// (docs/kernels.md §10).
+func (a Array) SetSafeModeDelay(seconds string) error {
+	return writeAttr(a.Path("safe_mode_delay"), seconds)
+}
+
 // WriteState writes cmd to the member's state. See [MemberCommand] for
 // the commands and their quirks; the kernel rejects unknown ones with
 // EINVAL.

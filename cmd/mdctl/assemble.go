@@ -22,8 +22,10 @@ type AssembleCmd struct {
 	UUIDs          []string `name:"uuid" sep:"," help:"With --scan, only the arrays with these UUIDs (either form; the initramfs's rd.md.uuid)."`
 	Names          []string `name:"name" sep:"," help:"With --scan, only the arrays with these names."`
 	Verbose        bool     `short:"v" help:"Also list the devices passed over (no superblock, in use)."`
+	DryRun         bool     `name:"dry-run" help:"Decide as the real assembly does (same refusals and exit codes), print what would be done with every write it would make, change nothing (not even the map file's lock)."`
+	JSON           bool     `name:"json" help:"Print the outcome as JSON: {\"dry_run\", \"devices\": [{device, result, array, path, uuid, started, present, expected, writes, error, ...}], \"not_found\"}; the exit code is the same."`
 	Array          string   `arg:"" optional:"" predictor:"array" help:"Only this array: its UUID (either form) or name."`
-	Devices        []string `arg:"" optional:"" type:"path" help:"Only these devices (default: every block device)."`
+	Devices        []string `arg:"" optional:"" help:"Only these devices, kernel names (sdb1) or paths (default: every block device)."`
 }
 
 // Validate insists on --scan or an array.
@@ -44,8 +46,16 @@ func (c *AssembleCmd) Validate() error {
 // leaves. Every array is reported on its own: one failure never hides
 // the others.
 func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Arrays: append(slices.Clone(c.UUIDs), c.Names...), Run: c.Start, AddSpares: c.AddSpares, PickDuplicates: c.PickDuplicates})
-	if res != nil {
+	res, err := m.Assemble(ctx, md.AssembleRequest{Devices: c.Devices, Array: c.Array, Arrays: append(slices.Clone(c.UUIDs), c.Names...), Run: c.Start, AddSpares: c.AddSpares, PickDuplicates: c.PickDuplicates, DryRun: c.DryRun})
+	if c.JSON {
+		var nf []string
+		if res != nil {
+			nf = res.NotFound
+		}
+		if perr := printDevices(k.Stdout, c.DryRun, assembleReports(res), nf); perr != nil {
+			return perr
+		}
+	} else if res != nil {
 		for _, r := range res.Added {
 			fmt.Fprintln(k.Stdout, incrementalLine(r))
 		}
@@ -56,16 +66,18 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 	refused := 0
 	for _, s := range res.Skipped {
 		quiet := errors.Is(s.Reason, md.ErrInUse)
-		if quiet && !c.Verbose {
-			continue
-		}
 		if !quiet && !errors.Is(s.Reason, md.ErrLeftBehind) && !errors.Is(s.Reason, md.ErrLeftOut) && !errors.Is(s.Reason, md.ErrSpareNotAdded) {
 			refused++
+		}
+		if c.JSON || (quiet && !c.Verbose) {
+			continue
 		}
 		fmt.Fprintf(k.Stderr, "mdctl: %s: not added: %s\n", escape.Text(s.Device), escape.Text(s.Reason.Error()))
 	}
 	for _, f := range res.Failed {
-		fmt.Fprintf(k.Stderr, "mdctl: %s: failed: %s\n", escape.Text(f.Device), escape.Text(failureText(f)))
+		if !c.JSON {
+			fmt.Fprintf(k.Stderr, "mdctl: %s: failed: %s\n", escape.Text(f.Device), escape.Text(failureText(f)))
+		}
 	}
 	if len(res.Failed) > 0 {
 		return &exitError{code: exitPartial, msg: fmt.Sprintf("%d device(s) failed (each named above); every other array is assembled", len(res.Failed))}
@@ -78,6 +90,9 @@ func (c *AssembleCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) e
 	}
 	if refused > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d device(s) refused; the others are assembled", refused)}
+	}
+	if c.DryRun && !c.JSON {
+		fmt.Fprintln(k.Stdout, "mdctl: nothing written (dry run).")
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,13 +19,14 @@ import (
 // CheckCmd is `mdctl check`.
 type CheckCmd struct {
 	Arrays   []string      `arg:"" optional:"" help:"Arrays to check (md127, /dev/md/boot, a name)."`
-	All      bool          `name:"all" help:"Check every array (those that cannot be checked are refused)."`
+	All      bool          `name:"all" help:"Check every array that can be checked; the others are named as skipped, with why (no redundancy, not running, read-only, degraded, a sync running). Only an array that should be checkable and is not (unreadable, frozen, sync_max set) is refused."`
 	Repair   bool          `name:"repair" help:"Repair: rewrite what disagrees (raid1/10 from the first copy, raid5/6 by recomputing parity)."`
 	Duration time.Duration `name:"duration" placeholder:"D" help:"Time box: stay until the check finishes or D passes, then stop it and (with --store) save where it got to; the next run resumes there."`
 	Store    string        `name:"store" placeholder:"FILE" help:"The record file (the slot records' file may be the same) that keeps cursors and results."`
 	Wait     bool          `name:"wait" help:"Follow the check to the end (Ctrl-C stops waiting, not the check)."`
 	Cancel   bool          `name:"cancel" help:"Stop a running check or repair (with --store, save its cursor)."`
 	Continue bool          `name:"continue" help:"Only resume the passes with a cursor in --store (like mdcheck --continue); other arrays are skipped."`
+	DryRun   bool          `name:"dry-run" help:"Plan as the real run does (same refusals, skips and exit codes) and print per array what would be started, stopped or skipped and why; write nothing, to the arrays or the store."`
 	JSON     bool          `name:"json" help:"Print the results as JSON."`
 }
 
@@ -43,11 +43,11 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 	if c.All == (len(c.Arrays) > 0) {
 		return &exitError{code: exitUsage, msg: "name the arrays to check, or --all"}
 	}
-	req := md.CheckRequest{Arrays: c.Arrays, All: c.All, Repair: c.Repair, Duration: c.Duration, Wait: c.Wait, Cancel: c.Cancel, Continue: c.Continue}
+	req := md.CheckRequest{Arrays: c.Arrays, All: c.All, Repair: c.Repair, Duration: c.Duration, Wait: c.Wait, Cancel: c.Cancel, Continue: c.Continue, DryRun: c.DryRun}
 	if c.Store != "" {
 		req.Store = store.NewFile(c.Store)
 	}
-	if !c.JSON && (c.Wait || c.Duration > 0) {
+	if !c.JSON && !c.DryRun && (c.Wait || c.Duration > 0) {
 		req.Progress = checkProgress(k.Stderr, isTerminal(k.Stderr))
 	}
 	res, err := m.Check(ctx, req)
@@ -61,16 +61,9 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 		fmt.Fprintln(k.Stderr)
 	}
 	if c.JSON {
-		if res == nil {
-			res = []md.CheckResult{}
-		}
-		b, err := json.MarshalIndent(struct {
-			Arrays []md.CheckResult `json:"arrays"`
-		}{res}, "", "  ")
-		if err != nil {
+		if err := printChanges(k.Stdout, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	} else {
 		for _, r := range res {
 			if r.Result == md.CheckStarted && (c.Wait || c.Duration > 0) {
@@ -79,6 +72,9 @@ func (c *CheckCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 				continue
 			}
 			printCheck(k.Stdout, r)
+		}
+		if c.DryRun {
+			fmt.Fprintln(k.Stdout, "Dry run: nothing was written.")
 		}
 	}
 	code := exitOK
@@ -114,7 +110,17 @@ func printCheck(w io.Writer, r md.CheckResult) {
 		printLine(w, "%s: failed: %s", r.Array, r.Error)
 		return
 	case md.CheckSkipped:
-		printLine(w, "%s: skipped: no unfinished pass to continue.", r.Array)
+		printLine(w, "%s: skipped: %s.", r.Array, r.Skipped)
+		return
+	case md.CheckWouldStart:
+		from := "from the start"
+		if r.ResumedFrom > 0 {
+			from = fmt.Sprintf("resuming at sector %d (%.1f%%)", r.ResumedFrom, pct(r.ResumedFrom))
+		}
+		printLine(w, "%s: would start a %s %s.", r.Array, r.Action, from)
+		return
+	case md.CheckWouldStop:
+		printLine(w, "%s: would stop the running %s at about sector %d of %d (%.1f%%).", r.Array, r.Action, r.PositionSectors, r.SizeSectors, pct(r.PositionSectors))
 		return
 	case md.CheckStarted:
 		from := ""

@@ -17,13 +17,14 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
 
+	"github.com/go-mdraid/mdraid/blockdev"
 	"github.com/go-mdraid/mdraid/cmd/mdctl/internal/examine"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // ExamineCmd is `mdctl examine`.
 type ExamineCmd struct {
-	Devices []string `arg:"" name:"device" help:"Member block devices or image files." type:"path"`
+	Devices []string `arg:"" name:"device" help:"Member block devices or image files: a kernel name (sdb) is /dev/sdb; a file in the current directory needs ./ (./disk.img)."`
 	JSON    bool     `name:"json" xor:"format" help:"Print a JSON array, one object per device (schema in EXAMINE-JSON.md)."`
 	Export  bool     `name:"export" xor:"format" help:"Print the KEY=VALUE lines of mdadm --examine --export (MD_LEVEL, MD_DEVICES, MD_NAME, MD_ARRAY_SIZE, MD_UUID, MD_UPDATE_TIME, MD_DEV_UUID, MD_EVENTS), one block per device."`
 }
@@ -83,7 +84,7 @@ func (c *ExamineCmd) Run(k *kong.Context, g *Globals, zone *time.Location) error
 	var jsonErr error
 	inspectors := make([]examine.Inspector, workers)
 	inspectOrdered(n, workers, func(w, i int) {
-		rep := inspectors[w].InspectPath(c.Devices[i])
+		rep := inspectors[w].InspectPath(blockdev.ArgPath(g.Dev, c.Devices[i]))
 		reports[i] = rep
 		switch {
 		case text:

@@ -92,7 +92,10 @@ func TestExamineMatchesMdadm(t *testing.T) {
 				c.Check(m[1] == "512" || m[1] == "4096", qt.IsTrue, qt.Commentf("logical block size %s", m[1]))
 				c.Check(stderr, qt.Contains, "kernels before 6.19 refuse to import this superblock")
 				got = lbsLine.ReplaceAllString(got, "")
-			} else if !strings.Contains(got, "Version : 0.90") {
+			} else if !strings.Contains(got, "Version : 0.90") && !neverWritten.MatchString(got) {
+				// (A superblock at events 0 is as mdadm wrote it: the
+				// kernel has not written it yet, as in a resync delayed
+				// from the start.)
 				c.Check(kernelAtLeast(img.Kernel, 6, 19), qt.IsFalse, qt.Commentf("a 1.x superblock written by %s has no logical_block_size", img.Kernel))
 			}
 			c.Assert(strings.TrimRight(got, "\n"), qt.Equals, strings.TrimRight(want, "\n"))
@@ -315,3 +318,7 @@ func TestExamine090DeviceColumn(t *testing.T) {
 		c.Assert(strings.TrimRight(got, "\n"), qt.Equals, strings.TrimRight(want, "\n"))
 	}
 }
+
+// neverWritten matches examine output of a superblock the kernel has not
+// written since mdadm created it (events 0).
+var neverWritten = regexp.MustCompile(`(?m)^\s*Events : 0$`)

@@ -45,7 +45,7 @@ type exitGroup struct {
 // noSuchArray is how every command that names an array treats a name
 // that matches no array (or several): for the commands that change
 // something it is a refusal, nothing written.
-const noSuchArray = "no such array (or a name matching several)"
+const noSuchArray = "no such array (or a name matching several, or one that cannot be checked: not root)"
 
 // exitTable is every command's exit codes, in the order the README lists
 // them. The usage error (exitUsage) applies to every command and is the
@@ -63,7 +63,7 @@ var exitTable = []exitGroup{
 		{2, "a device has no md superblock"},
 		{3, "a device could not be opened or read"},
 	}},
-	{[]string{"replace", "fail", "remove", "run"}, []exitRow{
+	{[]string{"replace", "fail", "remove", "run", "re-add", "set"}, []exitRow{
 		{exitOK, "done, already so, or the dry run's checks passed"},
 		{exitFailure, "the system could not be read"},
 		{exitRefused, "refused, nothing written: " + noSuchArray + ", a planner refusal, a held lock, an unsafe run directory"},
@@ -93,9 +93,9 @@ var exitTable = []exitGroup{
 		{exitPartial, "adding a disk failed"},
 	}},
 	{[]string{"check"}, []exitRow{
-		{exitOK, "checked without mismatches, a repair completed, started (without --wait/--duration), or nothing to continue"},
+		{exitOK, "checked without mismatches, a repair completed, started (without --wait/--duration), the dry run's checks passed, or nothing to continue; with --all, arrays skipped because there is nothing to check now (no redundancy, not running, read-only, degraded, a sync running), each named with why"},
 		{exitMismatches, "a check found mismatches"},
-		{exitRefused, "refused, nothing written: " + noSuchArray + ", an array that cannot be checked, an untrusted store"},
+		{exitRefused, "refused, nothing written: " + noSuchArray + ", a named array that cannot be checked, with --all an array that should be checkable and is not (facts unreadable, recovery frozen, sync_max set), an untrusted store"},
 		{exitPartial, "failed"},
 	}},
 	{[]string{"incremental"}, []exitRow{
@@ -109,6 +109,13 @@ var exitTable = []exitGroup{
 		{exitFailure, "the system could not be read"},
 		{exitRefused, "a device was refused, or an array left unassembled because two devices claim one slot (each is named; the other arrays are assembled), or no device of the named array was found"},
 		{exitPartial, "a device or an array failed (the kernel refused a device, an array did not start; each named on its own line with every change made and undone; every other array is assembled), or assembly stopped after changing something: the message lists every change"},
+	}},
+	{[]string{"wait"}, []exitRow{
+		{exitOK, "what ran on every array has finished (each line says what it waited for), with --scan also when nothing ran; with --clean, every array is clean (made so, already so, or external metadata left to mdmon), or the dry run planned"},
+		{exitWaitNothing, "nothing ran on a named array, or it stayed frozen (mdadm -W's failure: it did not wait)"},
+		{exitWaitNoArray, noSuchArray},
+		{exitWaitFailed, "an array's attributes could not be read or polled; with --clean, a write failed (the message says exactly what was changed)"},
+		{exitWaitTimeout, "the timeout passed with a sync still running (each line says which and how far); with --clean, writes kept an array active (safe_mode_delay written back)"},
 	}},
 	{[]string{"watch"}, []exitRow{
 		{exitOK, "stopped by SIGINT or SIGTERM; with --test, every output took every test event"},

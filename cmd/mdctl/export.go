@@ -30,9 +30,9 @@ import (
 // exportHelp is the paragraph both commands' --help add about --export.
 const exportHelp = `With --export, the output is KEY=VALUE lines for udev's IMPORT{program}
 and shell eval, the keys mdadm prints with --export. Values come from
-disks and are never printed raw when udev would misread them: a name that
-md.SafeName refuses (quotes, '$', '\', control bytes, a leading '-', ...)
-is left out (MD_NAME, MD_DEVNAME) with a warning on stderr; one it
+disks and are never printed raw when udev would misread them: an array
+name mdctl will not hand to udev (quotes, '$', '\', control bytes, a
+leading '-', ...) is left out (MD_NAME, MD_DEVNAME) with a warning on stderr; one it
 rewrites (space or tab to '_', '/' to '-') is printed rewritten; any other
 value that is empty, holds a control byte or starts or ends with white
 space or starts with a quote is left out with a warning. A key whose fact

@@ -455,7 +455,7 @@ func mdctlArgs(c *qt.C, prog string) ([]string, bool) {
 	if len(f) == 0 || filepath.Base(f[0]) != "mdctl" {
 		return nil, false
 	}
-	c.Check(f[0], qt.Equals, "/usr/local/bin/mdctl", qt.Commentf("udev and systemd need an absolute path; the contrib files all use this one"))
+	c.Check(f[0], qt.Equals, "@BINDIR@/mdctl", qt.Commentf("udev and systemd need an absolute path: scripts/install-contrib writes the installed mdctl's for @BINDIR@"))
 	r := strings.NewReplacer("$devnode", "/dev/sda1", "$env{MD_DEVICE}", "md127", "$kernel", "sda1", "%i", "md127")
 	var args []string
 	for _, a := range f[1:] {

@@ -16,16 +16,24 @@ type FailCmd struct {
 	Array  string `arg:"" predictor:"array" help:"The array."`
 	Member string `arg:"" help:"The member to mark faulty (sdb or /dev/sdb)."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
+	JSON   bool   `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, member, result, dry_run, write, error}]}; the exit code is the same."`
 }
 
 // Run marks the member faulty. It refuses (exit 2) when the array would
 // not survive without it.
 func (c *FailCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	ch := md.Change{DryRun: c.DryRun}
-	if err := m.Fail(ctx, c.Array, c.Member, &ch); err != nil {
+	err := m.Fail(ctx, c.Array, c.Member, &ch)
+	if c.JSON {
+		if perr := printChanges(k.Stdout, []changeReport{changeReportOf(c.Array, c.Member, &ch, err)}); perr != nil {
+			return perr
+		}
+	}
+	if err != nil {
 		return primitiveError(err)
 	}
 	switch {
+	case c.JSON:
 	case ch.Write == "":
 		fmt.Fprintf(k.Stdout, "%s: %s is already faulty; nothing written.\n", escape.Text(c.Array), escape.Text(c.Member))
 	case c.DryRun:

@@ -14,8 +14,9 @@ package main
 // The host-dependent parts are fixed through the roots the CLI already
 // takes: each test changes into a fresh directory and passes --sysfs sys
 // --dev dev (relative), so every device path reads dev/vda whatever the
-// temporary directory is. Examine's argument, which kong makes absolute
-// (type:"path"), cannot be fixed that way and is replaced. The report
+// temporary directory is (examine's arguments dev/vda are paths by the
+// device argument rule, taken as given; an absolute one would be made
+// relative by the replacement). The report
 // time of a whole-system status comes from the clock, which the test
 // pins (md.Config.Now); status with named arrays shows the zero time.
 
@@ -137,7 +138,7 @@ func TestGoldenExamine(t *testing.T) {
 			flags, fc := goldenCase(t, name)
 			wd, err := os.Getwd()
 			qt.Assert(t, err, qt.IsNil)
-			// kong's type:"path" makes the arguments absolute.
+			// Paths printed absolute are made relative to the working directory.
 			fix := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
 			// The capture's roots: 0.90 rows name the nodes of its system.
 			args := append([]string{"examine"}, flags...)
@@ -376,7 +377,10 @@ func TestGoldenCheckResults(t *testing.T) {
 		{Array: "md2", Level: "raid5", Action: "check", Result: md.CheckMismatches, MismatchSectors: 8, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid5", "check", 8)},
 		{Array: "md3", Level: "raid6", Action: "check", Result: md.CheckStopped, MismatchSectors: 0, SizeSectors: 129024, PositionSectors: 49152, CursorSaved: true},
 		{Array: "md4", Level: "raid1", Action: "repair", Result: md.CheckRepaired, MismatchSectors: 128, SizeSectors: 129024, PositionSectors: 129024, Finished: true, Meaning: md.MismatchMeaning("raid1", "repair", 128)},
-		{Array: "md5", Level: "raid1", Result: md.CheckSkipped},
+		{Array: "md5", Level: "raid1", Result: md.CheckSkipped, Skipped: "no unfinished pass to continue"},
+		{Array: "md6", Level: "raid0", Result: md.CheckSkipped, Skipped: "level raid0 has no redundancy to check"},
+		{Array: "md7", Level: "raid1", Action: "check", Result: md.CheckWouldStart, SizeSectors: 129024, ResumedFrom: 49152},
+		{Array: "md8", Level: "raid1", Action: "check", Result: md.CheckWouldStop, SizeSectors: 129024, PositionSectors: 1024},
 	} {
 		printCheck(&out, r)
 	}

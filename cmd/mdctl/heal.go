@@ -21,6 +21,7 @@ type HealCmd struct {
 	Array  string `name:"array" placeholder:"UUID" predictor:"array" help:"Only this array (UUID or kernel name)."`
 	DryRun bool   `name:"dry-run" help:"Decide and plan, write nothing."`
 	JSON   bool   `name:"json" help:"Print the decisions as a JSON array."`
+	ReAdd  bool   `name:"re-add" help:"Also re-add a former member found in its slot's recorded port (mdadm's POLICY action=re-add); each re-add is remembered in --store, and a member that goes missing again, or that the kernel failed with read errors, is not re-added again until mdctl re-add --store."`
 }
 
 // Run makes one heal pass and prints every decision with its reason.
@@ -31,6 +32,7 @@ func (c *HealCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		Store:  store.NewFile(c.Store),
 		Array:  c.Array,
 		DryRun: c.DryRun,
+		ReAdd:  c.ReAdd,
 	})
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, md.ErrRefused):

@@ -39,3 +39,57 @@ func TestReadmeInstallIsStatic(t *testing.T) {
 	qt.Assert(t, err, qt.IsNil)
 	qt.Assert(t, libs, qt.HasLen, 0)
 }
+
+// TestInstallContrib (issue 31): the contrib rules and units name mdctl
+// as @BINDIR@/mdctl, never a fixed /usr/local/bin, and
+// scripts/install-contrib installs every one of them with the path given
+// at install time written in, nothing else changed.
+func TestInstallContrib(t *testing.T) {
+	c := qt.New(t)
+	root := filepath.Join("..", "..")
+	var srcs []string
+	for _, g := range []string{"contrib/udev/*.rules", "contrib/systemd/*.service", "contrib/systemd/*.timer"} {
+		m, err := filepath.Glob(filepath.Join(root, g))
+		c.Assert(err, qt.IsNil)
+		srcs = append(srcs, m...)
+	}
+	c.Assert(len(srcs) > 5, qt.IsTrue)
+	for _, s := range srcs {
+		b, err := os.ReadFile(s)
+		c.Assert(err, qt.IsNil)
+		c.Check(string(b), qt.Not(qt.Contains), "/usr/local/bin", qt.Commentf("%s hard-codes an install location", s))
+	}
+
+	dest := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "scripts", "install-contrib"))
+	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/md tools/bin")
+	out, err := cmd.CombinedOutput()
+	c.Assert(err, qt.Not(qt.IsNil), qt.Commentf("a BINDIR with a space was accepted: %s", out))
+	ents, _ := os.ReadDir(dest)
+	c.Check(ents, qt.HasLen, 0, qt.Commentf("a refused install wrote files"))
+
+	cmd = exec.Command(filepath.Join(root, "scripts", "install-contrib"))
+	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=bin")
+	_, err = cmd.CombinedOutput()
+	c.Check(err, qt.Not(qt.IsNil), qt.Commentf("a relative BINDIR was accepted"))
+
+	cmd = exec.Command(filepath.Join(root, "scripts", "install-contrib"))
+	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/mdraid/sbin")
+	out, err = cmd.CombinedOutput()
+	c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
+	for _, s := range srcs {
+		dir := "/etc/systemd/system"
+		if strings.HasSuffix(s, ".rules") {
+			dir = "/etc/udev/rules.d"
+		}
+		got, err := os.ReadFile(filepath.Join(dest, dir, filepath.Base(s)))
+		c.Assert(err, qt.IsNil)
+		src, err := os.ReadFile(s)
+		c.Assert(err, qt.IsNil)
+		c.Check(string(got), qt.Equals, strings.ReplaceAll(string(src), "@BINDIR@", "/opt/mdraid/sbin"))
+		c.Check(string(got), qt.Not(qt.Contains), "@BINDIR@")
+		if strings.Contains(string(src), "@BINDIR@/mdctl") {
+			c.Check(string(got), qt.Contains, "/opt/mdraid/sbin/mdctl ")
+		}
+	}
+}

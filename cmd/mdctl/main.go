@@ -62,6 +62,8 @@ type CLI struct {
 	Replace     ReplaceCmd     `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
 	Fail        FailCmd        `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
 	Remove      RemoveCmd      `cmd:"" help:"Remove a faulty member or a spare from an array."`
+	Set         SetCmd         `cmd:"" help:"Set or clear a member's write-mostly or failfast flag (kept in its superblock)."`
+	ReAdd       ReAddCmd       `cmd:"" name:"re-add" help:"Put a former member back into its own slot (mdadm --re-add): with a bitmap only what changed is copied."`
 	Run         RunCmd         `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Assemble    AssembleCmd    `cmd:"" help:"Assemble arrays from their superblocks, with no configuration: every array with --scan, as udev does at boot."`
 	Incremental IncrementalCmd `cmd:"" help:"Add one device to its array and start the array when complete, as udev's mdadm --incremental."`
@@ -69,6 +71,7 @@ type CLI struct {
 	Record      RecordCmd      `cmd:"" help:"Record the slots (ports and disks) of healthy arrays, for heal."`
 	Check       CheckCmd       `cmd:"" help:"Check (scrub) or repair arrays: time-boxed and resumable with --duration and --store."`
 	Heal        HealCmd        `cmd:"" help:"One pass: put a blank disk found in a missing member's recorded port into its slot."`
+	Wait        WaitCmd        `cmd:"" help:"Wait until no resync, recovery, reshape or check runs on arrays (mdadm -W)."`
 	Watch       WatchCmd       `cmd:"" help:"Report array events as the kernel signals them (like mdadm --monitor); optionally record and heal."`
 	Completion  CompletionCmd  `cmd:"" help:"Print the shell code that enables completion for mdctl (bash, zsh or fish)."`
 	Help        HelpCmd        `cmd:"" help:"Show help for mdctl or for one command."`

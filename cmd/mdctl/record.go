@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,23 @@ import (
 type RecordCmd struct {
 	Arrays []string `arg:"" optional:"" predictor:"array" help:"Arrays to record (md127, /dev/md/boot, a name); default every array."`
 	Store  string   `name:"store" required:"" placeholder:"FILE" help:"The slot record file (created if missing, replaced atomically)."`
+	DryRun bool     `name:"dry-run" help:"Decide as the real run does (same skips and exit codes) and print what would be recorded; write nothing."`
+	JSON   bool     `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, result (recorded or skipped), reason, record}], \"saved\", \"dry_run\"}; the exit code is the same."`
+}
+
+// recordJSON is what record --json prints.
+type recordJSON struct {
+	Arrays []recordArrayJSON `json:"arrays"`
+	Saved  bool              `json:"saved"`
+	DryRun bool              `json:"dry_run"`
+}
+
+// recordArrayJSON is one array of record --json.
+type recordArrayJSON struct {
+	Array  string     `json:"array"`
+	Result string     `json:"result"`
+	Reason string     `json:"reason,omitempty"`
+	Record *md.Record `json:"record,omitempty"`
 }
 
 // Run records the slots of every healthy array (or the named ones) in the
@@ -24,7 +42,25 @@ type RecordCmd struct {
 // if one of the named arrays is skipped the exit status is 2. A store that
 // exists but cannot be trusted is not overwritten (exit 2).
 func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
-	res, err := m.Record(ctx, md.RecordOptions{Store: store.NewFile(c.Store), Arrays: c.Arrays})
+	res, err := m.Record(ctx, md.RecordOptions{Store: store.NewFile(c.Store), Arrays: c.Arrays, DryRun: c.DryRun})
+	if c.JSON {
+		out := recordJSON{Arrays: []recordArrayJSON{}, Saved: res.Saved, DryRun: c.DryRun}
+		for _, ra := range res.Arrays {
+			j := recordArrayJSON{Array: ra.Array.Device, Result: "recorded", Record: ra.Record}
+			if ra.Err != nil {
+				j.Result, j.Reason, j.Record = "skipped", ra.Err.Error(), nil
+				if ra.Reason != "" {
+					j.Reason = ra.Reason
+				}
+			}
+			out.Arrays = append(out.Arrays, j)
+		}
+		b, merr := json.MarshalIndent(out, "", "  ")
+		if merr != nil {
+			return merr
+		}
+		fmt.Fprintf(k.Stdout, "%s\n", b)
+	}
 	skipped := 0
 	// What was recorded is printed once the store is saved: a failed
 	// save recorded nothing.
@@ -54,9 +90,14 @@ func (c *RecordCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	case err != nil:
 		return &exitError{code: exitFailure, msg: err.Error()}
 	}
-	fmt.Fprint(k.Stdout, recorded.String())
-	if res.Saved {
-		fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(res.Records.Arrays), escape.Text(c.Store))
+	if !c.JSON {
+		fmt.Fprint(k.Stdout, recorded.String())
+		switch {
+		case res.Saved:
+			fmt.Fprintf(k.Stdout, "Saved %d record(s) in %s.\n", len(res.Records.Arrays), escape.Text(c.Store))
+		case c.DryRun:
+			fmt.Fprintf(k.Stdout, "Dry run: nothing was written (%s would hold %d record(s)).\n", escape.Text(c.Store), len(res.Records.Arrays))
+		}
 	}
 	if skipped > 0 && len(c.Arrays) > 0 {
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of the named arrays not recorded", skipped)}

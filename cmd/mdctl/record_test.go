@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -138,4 +139,60 @@ func TestRecordNothing(t *testing.T) {
 	c.Check(code, qt.Equals, exitRefused)
 	c.Check(errOut, qt.Contains, "md0: skipped: it is degraded")
 	c.Check(errOut, qt.Contains, "nothing recorded in "+store+": every array (1) was skipped: only a healthy array's slots are recorded")
+}
+
+// TestRecordDryRunAndJSON (issue 31): record --dry-run decides as the
+// real run (the same records, skips and exit codes) and writes no store;
+// --json prints one object with each array's result.
+func TestRecordDryRunAndJSON(t *testing.T) {
+	c := qt.New(t)
+	flags, _ := materialize(t, "boot-mirror")
+	store := filepath.Join(t.TempDir(), "slots.json")
+
+	code, out, errOut := runCLI(t, append(flags, "record", "--store", store, "--dry-run")...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Check(out, qt.Contains, "md127: recorded boot (raid1, 2 slots, UUID 8e6788b8-45c6-2e85-8e39-bc2e99106387):")
+	c.Check(out, qt.Contains, "Dry run: nothing was written ("+store+" would hold 1 record(s)).")
+	_, err := os.Stat(store)
+	c.Check(os.IsNotExist(err), qt.IsTrue, qt.Commentf("the dry run wrote the store: %v", err))
+
+	code, out, errOut = runCLI(t, append(flags, "record", "--store", store, "--dry-run", "--json")...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	var res struct {
+		Arrays []struct {
+			Array, Result, Reason string
+			Record                *struct{ UUID string }
+		}
+		Saved  bool
+		DryRun bool `json:"dry_run"`
+	}
+	c.Assert(json.Unmarshal([]byte(out), &res), qt.IsNil, qt.Commentf("%s", out))
+	c.Check(res.Saved, qt.IsFalse)
+	c.Check(res.DryRun, qt.IsTrue)
+	c.Assert(res.Arrays, qt.HasLen, 1)
+	c.Check(res.Arrays[0].Result, qt.Equals, "recorded")
+	c.Assert(res.Arrays[0].Record, qt.IsNotNil)
+	_, err = os.Stat(store)
+	c.Check(os.IsNotExist(err), qt.IsTrue)
+
+	// The real run with --json saves, and says so.
+	code, out, errOut = runCLI(t, append(flags, "record", "--store", store, "--json")...)
+	c.Assert(code, qt.Equals, 0, qt.Commentf("stderr: %s", errOut))
+	c.Assert(json.Unmarshal([]byte(out), &res), qt.IsNil, qt.Commentf("%s", out))
+	c.Check(res.Saved, qt.IsTrue)
+	c.Check(res.DryRun, qt.IsFalse)
+
+	// A named degraded array: skipped with its reason, exit 2, nothing written.
+	dflags, _ := materialize(t, "raid1-degraded-missing")
+	before, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	code, out, _ = runCLI(t, append(dflags, "record", "--store", store, "md0", "--json")...)
+	c.Check(code, qt.Equals, exitRefused)
+	c.Assert(json.Unmarshal([]byte(out), &res), qt.IsNil, qt.Commentf("%s", out))
+	c.Assert(res.Arrays, qt.HasLen, 1)
+	c.Check(res.Arrays[0].Result, qt.Equals, "skipped")
+	c.Check(res.Arrays[0].Reason, qt.Contains, "degraded")
+	after, err := os.ReadFile(store)
+	c.Assert(err, qt.IsNil)
+	c.Check(after, qt.DeepEquals, before)
 }

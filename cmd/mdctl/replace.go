@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,12 +19,54 @@ import (
 // ReplaceCmd is `mdctl replace`.
 type ReplaceCmd struct {
 	Array  string `arg:"" predictor:"array" help:"The array (md127, /dev/md127, /dev/md/boot or a name)."`
-	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk."`
+	With   string `name:"with" required:"" placeholder:"NEWDEV" help:"The new, blank disk: a kernel name (sdc, that is /dev/sdc) or a path (/dev/disk/by-id/...)."`
 	Slot   *int   `name:"slot" placeholder:"N" help:"The slot to fill; needed when several slots are empty."`
 	Member string `name:"member" placeholder:"OLD" help:"The old member: a faulty member to remove first, or with --hot the live member to replace."`
 	DryRun bool   `name:"dry-run" help:"Print the plan and every check; write nothing."`
 	Wait   bool   `name:"wait" help:"Follow the rebuild until the new member is in sync (Ctrl-C stops waiting, not the rebuild)."`
 	Hot    bool   `name:"hot" help:"Replace a live member (--member) while it stays in service; it is removed once the copy is complete (with --wait)."`
+	JSON   bool   `name:"json" help:"Print the plan with every check, and the outcome, as one JSON object (result would, done, refused or failed); the exit code is the same."`
+}
+
+// replaceJSON is what replace --json prints.
+type replaceJSON struct {
+	// Result is would (a dry run whose checks passed), done, refused
+	// (nothing written) or failed (Error says what was changed).
+	Result string `json:"result"`
+	DryRun bool   `json:"dry_run"`
+	// Plan is the plan and every check (absent when the array could not
+	// be read at all).
+	Plan *md.Plan `json:"plan,omitempty"`
+	// Done is the outcome of the replace that was carried out.
+	Done  *md.ReplaceResult `json:"done,omitempty"`
+	Error string            `json:"error,omitempty"`
+}
+
+// printReplaceJSON prints the object for plan p, result res and err.
+func printReplaceJSON(w io.Writer, dry bool, p *md.Plan, res *md.ReplaceResult, err error) error {
+	out := replaceJSON{DryRun: dry, Plan: p, Done: res}
+	switch {
+	case err != nil:
+		out.Error = err.Error()
+		out.Result = "failed"
+		var ee *md.ExecError
+		if (errors.As(err, &ee) && ee.NothingChanged) || (!errors.As(err, &ee) && errors.Is(err, md.ErrRefused)) {
+			out.Result = "refused"
+		}
+	case dry:
+		out.Result = "would"
+	default:
+		out.Result = "done"
+	}
+	if res != nil {
+		out.Plan = nil // in Done
+	}
+	b, merr := json.MarshalIndent(out, "", "  ")
+	if merr != nil {
+		return merr
+	}
+	_, merr = fmt.Fprintf(w, "%s\n", b)
+	return merr
 }
 
 // Run plans the replace, prints the plan on --dry-run or on refusal, and
@@ -33,19 +76,41 @@ type ReplaceCmd struct {
 func (c *ReplaceCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	req := md.ReplaceRequest{Array: c.Array, With: c.With, Slot: c.Slot, Member: c.Member, Hot: c.Hot}
 	p, err := m.PlanReplace(ctx, req)
-	if p != nil && (c.DryRun || err != nil) {
+	if c.JSON && (c.DryRun || err != nil) {
+		if perr := printReplaceJSON(k.Stdout, c.DryRun, p, nil, err); perr != nil {
+			return perr
+		}
+	}
+	if p != nil && !c.JSON && (c.DryRun || err != nil) {
 		printPlan(k.Stdout, p)
 	}
 	if err != nil {
 		return replaceError(err)
 	}
 	if c.DryRun {
-		fmt.Fprintln(k.Stdout, "Dry run: nothing was written.")
+		if !c.JSON {
+			fmt.Fprintln(k.Stdout, "Dry run: nothing was written.")
+		}
 		return nil
 	}
 	res, err := m.ExecuteReplace(ctx, p)
+	if c.JSON {
+		if perr := printReplaceJSON(k.Stdout, false, p, res, err); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return replaceError(err)
+	}
+	if c.JSON {
+		if !c.Wait {
+			return nil
+		}
+		w := md.WaitRequest{Array: res.Plan.Array, Member: res.Member, Progress: progressPrinter(k.Stderr)}
+		if c.Hot {
+			w.Replaced = res.Plan.Replace.Device
+		}
+		return waitAndReport(ctx, k, k.Stderr, m, w) // stdout holds the JSON
 	}
 	printLine(k.Stdout, "%s: %s now holds slot %d (sync_action %s) after %v.",
 		res.Plan.Array, res.Plan.Candidate.Path, res.Slot, res.SyncAction, res.Duration.Round(time.Microsecond))
@@ -56,7 +121,7 @@ func (c *ReplaceCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) er
 	if c.Hot {
 		w.Replaced = res.Plan.Replace.Device
 	}
-	return waitAndReport(ctx, k, m, w)
+	return waitAndReport(ctx, k, k.Stdout, m, w)
 }
 
 // replaceError maps the library's errors to exit codes.
@@ -125,18 +190,18 @@ func progressPrinter(w io.Writer) func(md.Array) {
 }
 
 // waitAndReport follows the rebuild and checks the array's health after.
-// Ctrl-C stops the waiting only.
-func waitAndReport(ctx context.Context, k *kong.Context, m *md.Manager, w md.WaitRequest) error {
+// Ctrl-C stops the waiting only. Its lines go to out.
+func waitAndReport(ctx context.Context, k *kong.Context, out io.Writer, m *md.Manager, w md.WaitRequest) error {
 	a, err := m.WaitReplace(ctx, w)
 	fmt.Fprintln(k.Stderr)
 	if errors.Is(err, context.Canceled) {
-		printLine(k.Stdout, "Stopped waiting; the rebuild of %s continues in the kernel (mdctl status %s).", w.Member, w.Array)
+		printLine(out, "Stopped waiting; the rebuild of %s continues in the kernel (mdctl status %s).", w.Member, w.Array)
 		return nil
 	}
 	if err != nil {
 		return &exitError{code: exitPartial, msg: err.Error()}
 	}
-	printLine(k.Stdout, "%s: %s is in sync; the array is %s with %s redundancy.", a.Device, w.Member, a.Availability, a.Redundancy)
+	printLine(out, "%s: %s is in sync; the array is %s with %s redundancy.", a.Device, w.Member, a.Availability, a.Redundancy)
 	if a.Availability != md.Online {
 		return &exitError{code: exitPartial, msg: fmt.Sprintf("%s is %s after the rebuild", a.Device, a.Availability)}
 	}

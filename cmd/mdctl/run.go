@@ -16,6 +16,9 @@ type RunCmd struct {
 	Scan   bool   `help:"Start every assembled, inactive array that can serve its data (the last resort over all arrays); those that cannot are named and left inactive."`
 	Array  string `arg:"" optional:"" predictor:"array" help:"The assembled, inactive array to start."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
+	JSON   bool   `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, result, dry_run, write, error}]}, one entry per array tried; the exit code is the same."`
+
+	reports []changeReport
 }
 
 // Validate insists on an array or --scan, not both.
@@ -33,11 +36,20 @@ func (c *RunCmd) Validate() error {
 // the exit code is the worst.
 func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if !c.Scan {
-		return c.runOne(ctx, k, m, c.Array)
+		err := c.runOne(ctx, k, m, c.Array)
+		if c.JSON {
+			if perr := printChanges(k.Stdout, c.reports); perr != nil {
+				return perr
+			}
+		}
+		return err
 	}
 	rep, err := m.Discover(ctx)
 	if err != nil {
 		return &exitError{code: exitFailure, msg: err.Error()}
+	}
+	if c.JSON {
+		defer func() { _ = printChanges(k.Stdout, c.reports) }()
 	}
 	var errs perArray
 	for _, a := range rep.Arrays {
@@ -55,8 +67,13 @@ func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error 
 // runOne starts one array (or checks that it would) and reports it.
 func (c *RunCmd) runOne(ctx context.Context, k *kong.Context, m *md.Manager, array string) error {
 	ch := md.Change{DryRun: c.DryRun}
-	if err := m.Run(ctx, array, &ch); err != nil {
+	err := m.Run(ctx, array, &ch)
+	c.reports = append(c.reports, changeReportOf(array, "", &ch, err))
+	if err != nil {
 		return primitiveError(err)
+	}
+	if c.JSON {
+		return nil
 	}
 	if c.DryRun {
 		printDryRun(k, &ch, "start "+ch.Array)

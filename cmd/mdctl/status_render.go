@@ -147,13 +147,17 @@ func renderArray(w io.Writer, a *md.Array) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  level:\t%s\tmetadata %s\tuuid %s\n", dash(short(a.Level)), dash(short(a.Metadata)), dash(a.UUID))
 	fmt.Fprintf(tw, "  health:\t%s\tredundancy %s,\tkernel state %s\n", strings.ToUpper(string(a.Availability)), esc(string(a.Redundancy)), dash(short(a.State)))
+	size := humanBytes(a.SizeBytes)
+	if a.Availability == md.Inactive {
+		size = "- (not running)"
+	}
 	fmt.Fprintf(tw, "  size:\t%s\t%d slots: %d active, %d working, %d failed, %d spare\n",
-		humanBytes(a.SizeBytes), a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
+		size, a.RaidDisks, a.Counts.Active, a.Counts.Working, a.Counts.Failed, a.Counts.Spare)
 	tw.Flush()
 	act := a.Activity
 	switch {
 	case act.Pending != "":
-		fmt.Fprintf(w, "  %s: %s\n", esc(short(string(act.Kind))), esc(act.Pending))
+		fmt.Fprintln(w, pendingLine(a))
 	case act.Kind != sysfs.ActionIdle && act.TotalSectors > 0:
 		line := fmt.Sprintf("  %-8s %s %5.1f%% (%s / %s)", esc(short(string(act.Kind)))+":", bar(act.Percent, 20), act.Percent,
 			byteUnit(float64(act.DoneSectors*512), unitconv.IEC, 1), byteUnit(float64(act.TotalSectors*512), unitconv.IEC, 1))
@@ -239,9 +243,86 @@ func renderArray(w io.Writer, a *md.Array) {
 	if denied {
 		fmt.Fprintln(w, "  hint: the members' superblocks (events, names, roles) can only be read as root: run mdctl status as root for them")
 	}
+	if line := badBlocksLine(a); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	if line := runHint(a); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for _, e := range a.Errors {
 		fmt.Fprintf(w, "  error: %s\n", esc(e))
 	}
+}
+
+// pendingLine is the line about a sync that has not started: DELAYED
+// behind another array on the same disks, or a PENDING resync, with where
+// the members stop agreeing and what starts it (mdadm --detail says
+// "resyncing (PENDING)" and "(DELAYED)" for the same states).
+func pendingLine(a *md.Array) string {
+	act := a.Activity
+	kind := string(act.Kind)
+	if act.Pending == md.PendingResync || kind == string(sysfs.ActionIdle) || kind == string(sysfs.ActionFrozen) {
+		kind = "resync"
+	}
+	line := fmt.Sprintf("  %s: %s", escape.Text(short(kind)), strings.ToUpper(escape.Text(act.Pending)))
+	switch rs := act.ResyncStartSectors; {
+	case rs == nil:
+	case *rs == 0:
+		line += ", nothing synced yet"
+	default:
+		line += fmt.Sprintf(", the members agree up to sector %d only", *rs)
+		if total := a.ComponentBytes / 512; total > 0 && *rs <= total {
+			line += fmt.Sprintf(" (%.1f%%)", float64(*rs)*100/float64(total))
+		}
+	}
+	switch {
+	case act.Pending == md.PendingDelayed:
+		line += ": waits for another array on the same disks to finish its sync"
+	case a.State == string(sysfs.StateReadAuto):
+		line += ": it starts at the first write (the array is auto-read-only)"
+	case a.State == string(sysfs.StateReadonly):
+		line += ": it starts once the array is writable (it is read-only)"
+	case act.Kind == sysfs.ActionFrozen:
+		line += ": it starts when sync_action is no longer frozen"
+	default:
+		line += ": not started"
+	}
+	return line
+}
+
+// badBlocksLine names the members with a bad-block log that is not empty
+// (JSON: bad_blocks): md neither reads nor writes those sectors on them,
+// so the data there has one copy fewer; "" when none has any.
+func badBlocksLine(a *md.Array) string {
+	var with []string
+	for _, m := range a.Members() {
+		if m.BadBlocks > 0 {
+			with = append(with, fmt.Sprintf("%s %d", escape.Text(m.Path), m.BadBlocks))
+		}
+	}
+	if len(with) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  bad blocks: %s range(s) in the bad-block log; md does not use those sectors of that member, so the data there has one copy fewer: watch the count, and replace the disk if it grows",
+		strings.Join(with, ", "))
+}
+
+// runHint says, for an inactive array, what mdctl run would do and what
+// it risks; "" for any other array.
+func runHint(a *md.Array) string {
+	o := a.Run
+	if o == nil {
+		return ""
+	}
+	dev := escape.Text(a.Device)
+	if !o.CanRun {
+		return fmt.Sprintf("  hint: inactive: assembled, not started, and it serves nothing; with %d of %d slots it cannot serve its data (mdctl run refuses): find the missing members", o.Slots, a.RaidDisks)
+	}
+	if o.Slots == a.RaidDisks {
+		return fmt.Sprintf("  hint: inactive: assembled, not started, and it serves nothing; mdctl run %s starts it with all %d slots (auto-read-only until its first write)", dev, o.Slots)
+	}
+	return fmt.Sprintf("  hint: inactive: assembled, not started, and it serves nothing; mdctl run %s starts it with %d of %d slots, degraded with redundancy %s (auto-read-only until its first write): a missing member that turns up later is stale and must be added back (rebuilt, or re-added quickly with a write-intent bitmap): start it only when the missing disks will not come in time",
+		dev, o.Slots, a.RaidDisks, o.Redundancy)
 }
 
 // permissionDenied reports whether a member's read error is EACCES or
@@ -287,7 +368,7 @@ func syncLine(a *md.Array) string {
 	}
 	n := *a.MismatchSectors
 	switch act := a.Activity.Kind; {
-	case act == last && (act == sysfs.ActionCheck || act == sysfs.ActionRepair || act == sysfs.ActionResync):
+	case act == last && a.Activity.Pending == "" && (act == sysfs.ActionCheck || act == sysfs.ActionRepair || act == sysfs.ActionResync):
 		line = fmt.Sprintf("  %s running: %d mismatched sectors so far", escape.Text(short(string(act))), n)
 	case last == sysfs.ActionIdle && n == 0:
 		return line

@@ -16,6 +16,7 @@ type StopCmd struct {
 	Scan   bool     `help:"Stop every array that can be stopped, arrays stacked on others first (as mdadm --stop --scan); those in use are named and left running."`
 	Arrays []string `arg:"" optional:"" predictor:"array" help:"The arrays to stop (md127, /dev/md/boot, boot, or a UUID)."`
 	DryRun bool     `name:"dry-run" help:"Check as the real stop does (same refusals and exit codes), print what would be done, write nothing."`
+	JSON   bool     `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, result, dry_run, write, removed, error}]}, one entry per array; the exit code is the same."`
 }
 
 // Validate insists on arrays or --scan, not both.
@@ -36,6 +37,7 @@ func (c *StopCmd) Help() string { return exitHelp("stop") }
 // (failed) over 2 (refused).
 func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	var errs perArray
+	var reports []changeReport
 	arrays := c.Arrays
 	if c.Scan {
 		var err error
@@ -53,8 +55,12 @@ func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		}
 		ch := md.Change{DryRun: c.DryRun}
 		err := m.Stop(ctx, a, &ch)
+		reports = append(reports, changeReportOf(a, "", &ch, err))
 		if err != nil {
 			errs.add(stopCode(err), err.Error())
+			continue
+		}
+		if c.JSON {
 			continue
 		}
 		if c.DryRun {
@@ -68,6 +74,11 @@ func (c *StopCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 		printLine(k.Stdout, "mdctl: stopped %s", label)
 		for _, r := range ch.Removed {
 			printLine(k.Stdout, "mdctl: removed %s", r)
+		}
+	}
+	if c.JSON {
+		if err := printChanges(k.Stdout, reports); err != nil {
+			return err
 		}
 	}
 	return errs.result(k.Stderr)

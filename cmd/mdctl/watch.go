@@ -21,12 +21,15 @@ import (
 
 // WatchCmd is `mdctl watch`.
 type WatchCmd struct {
-	JSON   bool           `name:"json" help:"Print one JSON object per event and line (schema: go doc watch.Event)."`
+	JSON   bool           `name:"json" help:"Print one JSON object per event and line: event, time, array, array_path, and as the event has them uuid, name, member, member_path, slot, by_path, action, percent, spares, expected, reason."`
 	Store  string         `name:"store" placeholder:"FILE" help:"Record healthy arrays in this slot record file (SlotRecorded)."`
 	Heal   bool           `name:"heal" help:"Heal degraded arrays from the records in --store: a blank disk in a failed member's recorded port is added to its slot."`
+	ReAdd  bool           `name:"re-add" help:"With --heal, also re-add a former member that comes back in its recorded port (mdadm's POLICY action=re-add); each re-add is remembered in --store, and a member that goes missing again, or that the kernel failed with read errors, is not re-added again until mdctl re-add --store."`
 	Exec   string         `name:"exec" placeholder:"PROGRAM" help:"Run PROGRAM for each event with the arguments EVENT ARRAY [MEMBER] (as mdadm --program) and the event in MDRAID_* environment variables (MDRAID_EVENT_JSON holds all of it). Values such as the array name come from disks and are untrusted: they are escaped as in text output, and must never reach a shell unquoted."`
 	Rescan time.Duration  `name:"rescan" default:"1m" help:"Interval of the full rescan behind the kernel's notifications."`
 	Spares map[string]int `name:"spares" placeholder:"UUID=N" help:"Report SparesMissing when the array has fewer than N spares."`
+
+	LastResort time.Duration `name:"last-resort" placeholder:"D" help:"Start an array that stays inactive for D (since the watch first saw it so) with the members it has, when they can serve its data, as mdctl run does (LastResortStarted); one that cannot is never started (LastResortRefused, once). The last-resort timer of contrib/systemd, for systems without systemd. Off by default."`
 
 	Test          bool     `name:"test" help:"Send one TestMessage event per array through every output (stdout, --exec, --webhook), then exit, as mdadm --monitor --test: 0 when every output took every event, 1 otherwise."`
 	Webhook       []string `name:"webhook" placeholder:"URL" help:"POST each event to URL (repeatable), from a queue that never holds up the watch: a failed POST is tried 4 times in all, waiting 1 s, then 2 s, then 4 s; when 256 events wait, the oldest is dropped and logged."`
@@ -43,6 +46,12 @@ const execTimeout = time.Minute
 func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error {
 	if c.Heal && c.Store == "" {
 		return &exitError{code: exitUsage, msg: "--heal needs --store"}
+	}
+	if c.ReAdd && !c.Heal {
+		return &exitError{code: exitUsage, msg: "--re-add is part of --heal: give --heal too"}
+	}
+	if c.LastResort < 0 {
+		return &exitError{code: exitUsage, msg: "--last-resort must not be negative"}
 	}
 	if c.Exec != "" {
 		// A program that cannot run is found now, not at the first
@@ -102,7 +111,7 @@ func (c *WatchCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 			logger.Error("webhook", "err", err)
 		}
 	}()
-	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, Spares: c.Spares, Logger: logger}
+	opts := &watch.Options{Rescan: c.Rescan, Heal: c.Heal, ReAdd: c.ReAdd, Spares: c.Spares, Logger: logger, LastResort: c.LastResort}
 	if c.Store != "" {
 		opts.Store = store.NewFile(c.Store)
 	}

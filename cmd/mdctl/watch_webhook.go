@@ -205,9 +205,9 @@ type amAlert struct {
 // eventSeverity is the severity label an event gets in Alertmanager.
 func eventSeverity(t watch.EventType) string {
 	switch t {
-	case watch.Fail, watch.FailSpare, watch.DegradedArray, watch.DeviceDisappeared, watch.HealFailed:
+	case watch.Fail, watch.FailSpare, watch.DegradedArray, watch.DeviceDisappeared, watch.HealFailed, watch.LastResortRefused:
 		return "critical"
-	case watch.SparesMissing, watch.HealRefused:
+	case watch.SparesMissing, watch.HealRefused, watch.LastResortStarted:
 		return "warning"
 	}
 	return "info"

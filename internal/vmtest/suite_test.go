@@ -77,6 +77,17 @@ func TestGuestPackages(t *testing.T) {
 					cfg.Env = append(cfg.Env, "MDRAID_VM_PROMTOOL=/vmtest/promtool/"+filepath.Base(pt))
 				}
 			}
+			// Debian's node_exporter likewise, for the guest test that
+			// compares its md collector with mdctl on live arrays.
+			for _, name := range []string{"prometheus-node-exporter", "node_exporter"} {
+				if ne, err := exec.LookPath(name); err == nil {
+					if ne, err = filepath.EvalSymlinks(ne); err == nil {
+						cfg.Shares = append(cfg.Shares, Share{Tag: "nodeexporter", HostDir: filepath.Dir(ne), GuestDir: "/vmtest/nodeexporter", ReadOnly: true})
+						cfg.Env = append(cfg.Env, "MDRAID_VM_NODE_EXPORTER=/vmtest/nodeexporter/"+filepath.Base(ne))
+					}
+					break
+				}
+			}
 			res, err := r.RunTest(t, cfg)
 			if res != nil {
 				t.Logf("VM ran %v", res.Duration.Round(time.Millisecond))

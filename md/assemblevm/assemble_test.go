@@ -322,9 +322,17 @@ func TestAssembleLikeMdadm(t *testing.T) {
 		`)})
 	}
 	udevBoot("udev-mdadm.txt", hostRules(t, "63-md-raid-arrays.rules", "64-md-raid-assembly.rules"), "")
+	// The rules as scripts/install-contrib installs them, with the path
+	// of the installed mdctl written for @BINDIR@.
+	dest := t.TempDir()
+	inst := exec.Command(filepath.Join(r.Root, "scripts", "install-contrib"))
+	inst.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/usr/local/bin", "UDEVDIR=/lib/udev/rules.d")
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/install-contrib: %v\n%s", err, out)
+	}
 	ours := map[string]string{"/usr/local/bin/mdctl": bin}
 	for _, n := range []string{"63-mdctl-raid-arrays.rules", "64-mdctl-raid-assembly.rules"} {
-		ours["/lib/udev/rules.d/"+n] = filepath.Join(r.Root, "contrib", "udev", n)
+		ours["/lib/udev/rules.d/"+n] = filepath.Join(dest, "lib", "udev", "rules.d", n)
 	}
 	udevBoot("udev-mdctl.txt", ours, noMdadm)
 

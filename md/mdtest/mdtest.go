@@ -435,36 +435,18 @@ func (s *System) plug(name, byPath string, size int64) string {
 	if _, err := os.Lstat(filepath.Join(s.sys, "class", "block", name)); err == nil {
 		s.fatalf("mdtest: a disk %s is already there", name)
 	}
-	var tm *fixture.InfoMember
-	for i, m := range s.info.Members {
+	for _, m := range s.info.Members {
 		if m.ByPath == byPath {
 			if _, err := os.Lstat(filepath.Join(s.sys, "block", m.Name)); err == nil {
 				s.fatalf("mdtest: port %s holds %s", byPath, m.Name)
 			}
 		}
-		if tm == nil && strings.HasPrefix(m.ByPath, "pci-") {
-			tm = &s.info.Members[i]
-		}
 	}
-	if tm == nil {
+	t, ok := s.templateDisk()
+	if !ok {
 		s.fatalf("mdtest: capture %s has no PCI disk to copy", s.name)
 	}
-	var devDir, oldDev string
-	for _, e := range s.entries {
-		if e.Kind == sysfstree.Link && e.Path == "block/"+tm.Name {
-			devDir = path.Join("block", e.Data)
-		}
-	}
-	for _, e := range s.entries {
-		if e.Kind == sysfstree.File && e.Path == devDir+"/dev" {
-			oldDev = strings.TrimSpace(e.Data)
-		}
-	}
-	if devDir == "" || oldDev == "" {
-		s.fatalf("mdtest: capture %s lacks %s's device entries", s.name, tm.Name)
-	}
-	oldSlot := strings.TrimPrefix(tm.ByPath, "pci-")
-	major, _, _ := strings.Cut(oldDev, ":")
+	major := t.major
 	minor := s.freeMinor(major)
 	newDev := major + ":" + strconv.Itoa(minor)
 	// rename maps a path or link target of the template disk to the new
@@ -473,53 +455,137 @@ func (s *System) plug(name, byPath string, size int64) string {
 		el := strings.Split(p, "/")
 		for i := range el {
 			switch el[i] {
-			case oldSlot:
+			case t.slot:
 				el[i] = slot
-			case tm.Name:
+			case t.name:
 				el[i] = name
-			case oldDev:
+			case t.dev:
 				el[i] = newDev
 			}
 		}
 		return strings.Join(el, "/")
 	}
-	pciDir := ""
-	for d := devDir; d != "." && d != "/"; d = path.Dir(d) {
-		if path.Base(d) == oldSlot {
-			pciDir = d
-		}
-	}
-	if pciDir == "" {
-		s.fatalf("mdtest: %s of capture %s is not below its PCI device %s", devDir, s.name, oldSlot)
-	}
+	newDir := rename(t.dir)
 	var add []sysfstree.Entry
+	seen := map[string]bool{}
 	for _, e := range s.entries {
-		in := strings.HasPrefix(e.Path, pciDir+"/") || e.Path == pciDir
-		link := e.Path == "block/"+tm.Name || e.Path == "class/block/"+tm.Name || e.Path == "dev/block/"+oldDev
+		in := strings.HasPrefix(e.Path, t.pciDir+"/") || e.Path == t.pciDir
+		link := e.Path == "block/"+t.name || e.Path == "class/block/"+t.name || e.Path == "dev/block/"+t.dev
 		if !in && !link || strings.Contains(e.Path, "/holders/") {
+			continue
+		}
+		// The template's partitions (vda/vda2) are not the new disk's.
+		if rest, ok := strings.CutPrefix(e.Path, t.dir+"/"); ok && strings.HasPrefix(rest, t.name) {
 			continue
 		}
 		n := sysfstree.Entry{Kind: e.Kind, Path: rename(e.Path), Data: e.Data}
 		switch {
 		case e.Kind == sysfstree.Link:
 			n.Data = rename(e.Data)
-		case e.Path == devDir+"/dev":
-			n.Data = newDev + "\n"
-		case e.Path == devDir+"/size":
-			n.Data = strconv.FormatInt(size/512, 10) + "\n"
-		case e.Path == devDir+"/serial":
-			n.Data = "mdtest-" + name
-		case e.Path == devDir+"/uevent":
-			n.Data = fmt.Sprintf("MAJOR=%s\nMINOR=%d\nDEVNAME=%s\nDEVTYPE=disk\n", major, minor, name)
 		case e.Kind == sysfstree.File:
-			n.Data = strings.ReplaceAll(e.Data, oldSlot, slot)
+			n.Data = strings.ReplaceAll(e.Data, t.slot, slot)
 		}
+		seen[n.Path] = true
 		add = append(add, n)
+	}
+	// What identifies the new disk, whether or not the capture kept the
+	// template's own (a partition member's disk keeps few attributes).
+	for _, f := range []sysfstree.Entry{
+		{Kind: sysfstree.File, Path: newDir + "/dev", Data: newDev + "\n"},
+		{Kind: sysfstree.File, Path: newDir + "/size", Data: strconv.FormatInt(size/512, 10) + "\n"},
+		{Kind: sysfstree.File, Path: newDir + "/serial", Data: "mdtest-" + name},
+		{Kind: sysfstree.File, Path: newDir + "/uevent", Data: fmt.Sprintf("MAJOR=%s\nMINOR=%d\nDEVNAME=%s\nDEVTYPE=disk\n", major, minor, name)},
+		{Kind: sysfstree.Link, Path: "block/" + name, Data: "../" + newDir},
+		{Kind: sysfstree.Link, Path: "class/block/" + name, Data: "../../" + newDir},
+		{Kind: sysfstree.Link, Path: "dev/block/" + newDev, Data: "../../" + newDir},
+	} {
+		for i := range add {
+			if add[i].Path == f.Path {
+				add[i] = f
+			}
+		}
+		if !seen[f.Path] {
+			add = append(add, f)
+		}
 	}
 	if err := sysfstree.Materialize(s.sys, add); err != nil {
 		s.fatalf("mdtest: %v", err)
 	}
 	return filepath.Join(s.dev, name)
+}
+
+// template is the captured disk that [System.plug] copies.
+type template struct {
+	name   string // kernel name, "vda"
+	dir    string // its directory below the sysfs root
+	pciDir string // the directory of its PCI function
+	slot   string // that function, "0000:00:10.0"
+	dev    string // its "major:minor"
+	major  string
+}
+
+// templateDisk finds a captured disk on a PCI function: a member disk, or
+// the disk that holds a member partition.
+func (s *System) templateDisk() (template, bool) {
+	links := map[string]string{}
+	files := map[string]string{}
+	for _, e := range s.entries {
+		switch e.Kind {
+		case sysfstree.Link:
+			links[e.Path] = e.Data
+		case sysfstree.File:
+			files[e.Path] = e.Data
+		}
+	}
+	for _, m := range s.info.Members {
+		target, ok := links["class/block/"+m.Name]
+		if !ok {
+			continue
+		}
+		dir := path.Clean(path.Join("class/block", target))
+		if path.Base(path.Dir(dir)) != "block" {
+			dir = path.Dir(dir) // a partition: its disk
+		}
+		t := template{name: path.Base(dir), dir: dir}
+		for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+			if pciFunction(path.Base(d)) {
+				t.pciDir, t.slot = d, path.Base(d)
+			}
+		}
+		if dev, ok := files[dir+"/dev"]; ok {
+			t.dev = strings.TrimSpace(dev)
+		} else {
+			var mj, mn string
+			for _, l := range strings.Split(files[dir+"/uevent"], "\n") {
+				if v, ok := strings.CutPrefix(l, "MAJOR="); ok {
+					mj = v
+				}
+				if v, ok := strings.CutPrefix(l, "MINOR="); ok {
+					mn = v
+				}
+			}
+			if mj != "" && mn != "" {
+				t.dev = mj + ":" + mn
+			}
+		}
+		t.major, _, _ = strings.Cut(t.dev, ":")
+		if t.pciDir != "" && t.major != "" {
+			return t, true
+		}
+	}
+	return template{}, false
+}
+
+// pciFunction reports whether s names a PCI function, "0000:00:10.0".
+func pciFunction(s string) bool {
+	dom, rest, ok1 := strings.Cut(s, ":")
+	bus, rest, ok2 := strings.Cut(rest, ":")
+	sl, fn, ok3 := strings.Cut(rest, ".")
+	hex := func(v string, n int) bool {
+		_, err := strconv.ParseUint(v, 16, 32)
+		return len(v) == n && err == nil
+	}
+	return ok1 && ok2 && ok3 && hex(dom, 4) && hex(bus, 2) && hex(sl, 2) && hex(fn, 1)
 }
 
 // freeMinor is a minor number of major that no device in dev/block has,

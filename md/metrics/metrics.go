@@ -46,6 +46,44 @@
 //
 //	mdraid_slot_missing * on(device, slot) group_left(by_path) mdraid_slot_recorded_info
 //
+// # node_exporter's node_md_* series
+//
+// The node_md_* values follow node_exporter's md collector, which takes
+// node_md_state, node_md_disks, node_md_disks_required, node_md_blocks
+// and node_md_blocks_synced from /proc/mdstat and node_md_raid_disks and
+// node_md_degraded from sysfs (prometheus/procfs MDStat and Mdraids). In
+// particular a resync that has not started, pending or delayed (mdstat
+// resync=PENDING or resync=DELAYED), is node_md_state{state="resync"} 1
+// with node_md_blocks_synced 0; node_md_disks{state="spare"} counts the
+// members mdstat marks (S), not those being rebuilt, and
+// node_md_disks{state="active"} is 0 for an inactive array (mdstat has
+// no [n/m] for it); node_md_degraded is
+// 0 where the kernel has no degraded attribute (raid0, linear, an
+// inactive array). Tests of cmd/mdctl run procfs's parsers, and Debian's
+// prometheus-node-exporter binary with only its md collector, on every
+// real capture in testdata/fixtures (from 6.1, 6.12 and 7.2) and compare
+// each series, and with the binary also HELP and TYPE; a VM test runs
+// that binary in the guest beside mdctl on live arrays (healthy,
+// degraded, recovering, a pending resync, inactive, checking) on every
+// kernel of the matrix. What remains different, and why:
+//
+//   - node_md_blocks_synced while a sync runs: node_exporter reads
+//     mdstat's position (the kernel's current position less the I/O in
+//     flight), mdctl sync_completed (its last checkpoint); they differ
+//     by what is in flight.
+//   - An inactive array: mdstat shows the members' total size and no
+//     [n/m] count, and raid_disks reads empty, so node_exporter reports
+//     that size as node_md_blocks and node_md_blocks_synced,
+//     node_md_disks_required 0 and no node_md_raid_disks; mdctl reports
+//     0 blocks (the array serves nothing) and the slot count of the
+//     newest member superblock in both.
+//   - A delayed resync (sync_completed reads "delayed"): procfs v0.22's
+//     Mdraids cannot parse that value, so node_exporter's collector fails
+//     after the mdstat series and sends no node_md_raid_disks or
+//     node_md_degraded for any array while it lasts; mdctl sends both.
+//   - Debian bookworm's node_exporter 1.5.0 has no node_md_raid_disks
+//     or node_md_degraded at all (later versions read them from sysfs).
+//
 // # Mismatches and checks
 //
 // mdraid_array_mismatch_sectors is the kernel's mismatch_cnt (see

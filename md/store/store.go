@@ -62,6 +62,11 @@ const (
 	// release that does not know check records refuses the file with
 	// ErrVersion instead of taking it for corrupt.
 	VersionChecks = 2
+	// VersionReAdds is the format version File writes when the records
+	// hold re-add marks (Records.ReAdds), with or without check records:
+	// a release that does not know them refuses the file with ErrVersion
+	// rather than drop them (heal would then re-add a member it must not).
+	VersionReAdds = 3
 	// maxBytes bounds what Load reads.
 	maxBytes = 16 << 20
 )
@@ -72,8 +77,11 @@ type storeFile struct {
 	Version  int         `json:"version"`
 	Checksum string      `json:"checksum"`
 	Arrays   []md.Record `json:"arrays"`
-	// Checks are the check records; only in version VersionChecks.
+	// Checks are the check records; in version VersionChecks, and
+	// optionally in VersionReAdds.
 	Checks []md.CheckRecord `json:"checks,omitempty"`
+	// ReAdds are heal's re-add marks; only in version VersionReAdds.
+	ReAdds []md.ReAddMark `json:"re_adds,omitempty"`
 }
 
 // checksum returns the checksum of f's canonical content.
@@ -97,11 +105,14 @@ func (f storeFile) checksum() (string, error) {
 //	  "version": 1,
 //	  "checksum": "sha256:<64 hex digits>",
 //	  "arrays": [ Record, ... ],  (sorted by uuid)
-//	  "checks": [ CheckRecord, ... ]  (sorted by uuid; version 2 only)
+//	  "checks": [ CheckRecord, ... ]  (sorted by uuid; versions 2 and 3)
+//	  "re_adds": [ ReAddMark, ... ]  (sorted by uuid, slot, device_uuid; version 3 only)
 //	}
 //
-// The version is 1 when there are no check records (so that earlier
-// releases keep reading the file) and VersionChecks (2) when there are.
+// The version is 1 when there are no check records and no re-add marks
+// (so that earlier releases keep reading the file), VersionChecks (2)
+// when there are check records only, and VersionReAdds (3) when there
+// are re-add marks.
 //
 // The checksum is the SHA-256 of the compact JSON encoding of the same
 // object with "checksum" set to "" (the canonical content), so any change
@@ -128,7 +139,15 @@ func Encode(rs *md.Records) ([]byte, error) {
 		}
 		slices.SortFunc(f.Checks, func(a, b md.CheckRecord) int { return strings.Compare(a.UUID, b.UUID) })
 	}
-	if err := (&md.Records{Arrays: f.Arrays, Checks: f.Checks}).Validate(); err != nil {
+	if rs != nil && len(rs.ReAdds) > 0 {
+		f.Version = VersionReAdds
+		f.ReAdds = slices.Clone(rs.ReAdds)
+		for i := range f.ReAdds {
+			f.ReAdds[i].Time = f.ReAdds[i].Time.UTC()
+		}
+		slices.SortFunc(f.ReAdds, compareReAdds)
+	}
+	if err := (&md.Records{Arrays: f.Arrays, Checks: f.Checks, ReAdds: f.ReAdds}).Validate(); err != nil {
 		return nil, fmt.Errorf("md: refusing to store invalid records: %w", err)
 	}
 	sum, err := f.checksum()
@@ -141,6 +160,17 @@ func Encode(rs *md.Records) ([]byte, error) {
 		return nil, fmt.Errorf("md: encoding slot records: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// compareReAdds orders re-add marks by array UUID, slot and device UUID.
+func compareReAdds(a, b md.ReAddMark) int {
+	if c := strings.Compare(a.UUID, b.UUID); c != 0 {
+		return c
+	}
+	if a.Slot != b.Slot {
+		return a.Slot - b.Slot
+	}
+	return strings.Compare(a.DeviceUUID, b.DeviceUUID)
 }
 
 // utcOrZero is t in UTC; the zero time stays zero (omitted from JSON).
@@ -174,9 +204,9 @@ func Decode(b []byte, path string) (*md.Records, error) {
 		return nil, corrupt("format is %q, want %q", head.Format, Format)
 	case head.Version == nil:
 		return nil, corrupt("no version")
-	case *head.Version != Version && *head.Version != VersionChecks:
+	case *head.Version != Version && *head.Version != VersionChecks && *head.Version != VersionReAdds:
 		return nil, &Error{Path: path, Err: ErrVersion,
-			Reason: fmt.Sprintf("version %d, this program reads versions %d and %d", *head.Version, Version, VersionChecks)}
+			Reason: fmt.Sprintf("version %d, this program reads versions %d to %d", *head.Version, Version, VersionReAdds)}
 	}
 	var f storeFile
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -192,6 +222,12 @@ func Decode(b []byte, path string) (*md.Records, error) {
 		return nil, corrupt("check records in a version %d file", Version)
 	case f.Version == VersionChecks && len(f.Checks) == 0:
 		return nil, corrupt("a version %d file without check records", VersionChecks)
+	case f.Version != VersionReAdds && f.ReAdds != nil:
+		return nil, corrupt("re-add marks in a version %d file", f.Version)
+	case f.Version == VersionReAdds && len(f.ReAdds) == 0:
+		return nil, corrupt("a version %d file without re-add marks", VersionReAdds)
+	case f.Version == VersionReAdds && f.Checks != nil && len(f.Checks) == 0:
+		return nil, corrupt("an empty list of check records")
 	}
 	want, err := f.checksum()
 	if err != nil {
@@ -200,7 +236,7 @@ func Decode(b []byte, path string) (*md.Records, error) {
 	if f.Checksum != want {
 		return nil, corrupt("checksum is %q, content sums to %q", f.Checksum, want)
 	}
-	rs := &md.Records{Arrays: f.Arrays, Checks: f.Checks}
+	rs := &md.Records{Arrays: f.Arrays, Checks: f.Checks, ReAdds: f.ReAdds}
 	if err := rs.Validate(); err != nil {
 		return nil, corrupt("%v", err)
 	}
@@ -209,6 +245,9 @@ func Decode(b []byte, path string) (*md.Records, error) {
 	}
 	if !slices.IsSortedFunc(rs.Checks, func(a, b md.CheckRecord) int { return strings.Compare(a.UUID, b.UUID) }) {
 		return nil, corrupt("checks are not sorted by uuid")
+	}
+	if !slices.IsSortedFunc(rs.ReAdds, compareReAdds) {
+		return nil, corrupt("re-add marks are not sorted")
 	}
 	return rs, nil
 }

@@ -158,7 +158,7 @@ func TestDecodeRefusesCorruption(t *testing.T) {
 		{"not an object", []byte(`[1,2]`), ErrCorrupt, `.*not JSON.*`},
 		{"other format", edit(t, good, false, func(m map[string]any) { m["format"] = "mdadm" }), ErrCorrupt, `.*format is "mdadm".*`},
 		{"no version", edit(t, good, false, func(m map[string]any) { delete(m, "version") }), ErrCorrupt, `.*no version`},
-		{"future version", edit(t, good, false, func(m map[string]any) { m["version"] = 3 }), ErrVersion, `.*version 3, this program reads versions 1 and 2`},
+		{"future version", edit(t, good, false, func(m map[string]any) { m["version"] = 4 }), ErrVersion, `.*version 4, this program reads versions 1 to 3`},
 		{"checks in version 1", edit(t, good, false, func(m map[string]any) { m["checks"] = []any{} }), ErrCorrupt, `.*check records in a version 1 file`},
 		{"flipped byte", bytes.Replace(good, []byte("pci-0000:00:11.0"), []byte("pci-0000:00:12.0"), 1), ErrCorrupt, `.*checksum is .*`},
 		{"changed time", edit(t, good, false, func(m map[string]any) { slot(m, 0, 0)["last_healthy"] = "2027-01-01T00:00:00Z" }), ErrCorrupt, `.*checksum.*`},

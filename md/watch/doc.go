@@ -37,6 +37,15 @@
 // its decisions are reported once per slot and reason (HealStarted,
 // HealRefused, HealFailed, HealDeferred, Unfrozen).
 //
+// # Last resort
+//
+// With Options.LastResort, an array that stays inactive that long since
+// the watcher first saw it so is started by md.Manager.Run, the decision
+// of mdctl run (LastResortStarted); one whose members cannot serve its
+// data is reported once (LastResortRefused) and never started. The
+// watcher wakes when a start is due; a refused array is tried again only
+// at a scan something else brings.
+//
 // # Snapshots
 //
 // Options.Snapshot hands each snapshot the watcher takes (or the error

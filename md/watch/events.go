@@ -95,6 +95,14 @@ const (
 	// Unfrozen: heal unfroze recovery that an interrupted replace had
 	// left frozen (Event.Reason says what it did).
 	Unfrozen EventType = "Unfrozen"
+	// LastResortStarted: an array inactive for Options.LastResort was
+	// started with the members it has (Event.Reason says so and what
+	// was written).
+	LastResortStarted EventType = "LastResortStarted"
+	// LastResortRefused: an array inactive for Options.LastResort was
+	// not started (Event.Reason: its members cannot serve its data, or
+	// the kernel refused); reported once per array and reason.
+	LastResortRefused EventType = "LastResortRefused"
 )
 
 // rebuildSteps are the Rebuild events by step of 20%.
@@ -119,8 +127,8 @@ var rebuildSteps = map[int]EventType{20: Rebuild20, 40: Rebuild40, 60: Rebuild60
 //	                 RebuildStarted and CheckStarted (where it started)
 //	  "spares":      spares present, for SparesMissing
 //	  "expected":    spares expected, for SparesMissing
-//	  "reason":      why, for HealRefused, HealFailed, HealDeferred
-//	                 and Unfrozen
+//	  "reason":      why, for HealRefused, HealFailed, HealDeferred,
+//	                 Unfrozen, LastResortStarted and LastResortRefused
 //	  "mismatch_sectors": mismatch_cnt at the end, for CheckFinished
 //	                 (512-byte sectors; 0 included)
 //	}

@@ -36,6 +36,10 @@ type Options struct {
 	// listens for the kernel's block device uevents, so that a disk
 	// plugged into a recorded port is seen at once.
 	Heal bool
+	// ReAdd makes heal also re-add a former member that reappears in its
+	// slot's recorded port (md.HealOptions.ReAdd), remembering each
+	// re-add in Store; it needs Heal.
+	ReAdd bool
 	// Spares maps an array UUID to the number of spares it should have;
 	// fewer gives SparesMissing (mdadm.conf's spares=).
 	Spares map[string]int
@@ -64,6 +68,15 @@ type Options struct {
 	// the latest snapshot on such an event may see the array as it was
 	// just before, for the time one array takes to read.
 	Snapshot func(r *md.Report, err error)
+	// LastResort, when positive, starts an array that has stayed
+	// inactive that long since the watcher first saw it so, with the
+	// members it has, when they can serve its data: the decision and
+	// the write of md.Manager.Run (mdctl run), array_state=read-auto.
+	// Each start is LastResortStarted; an array that cannot be started
+	// is LastResortRefused, once per reason, and is never started. It
+	// is the last-resort unit of contrib/systemd for systems without
+	// systemd.
+	LastResort time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -120,6 +133,9 @@ func Start(ctx context.Context, m *md.Manager, opts *Options) (<-chan Event, err
 	if o.Heal && o.Store == nil {
 		return nil, errors.New("md: watch: heal needs a Store of slot records")
 	}
+	if o.ReAdd && !o.Heal {
+		return nil, errors.New("md: watch: ReAdd is part of Heal: set Heal too")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -150,6 +166,7 @@ type watcher struct {
 	// looks again and rescans by; default time.Now. A wait that
 	// returns with nothing woken counts as its whole timeout passed.
 	clock func() time.Time
+	lr    lastResort // Options.LastResort's memory
 }
 
 // scan takes a snapshot, reports its difference to the previous one, and
@@ -187,6 +204,9 @@ func (w *watcher) scan(ctx context.Context, ch chan<- Event, names []string) (fu
 		if !w.sys.reconcile(w.m.FS(), w.o.Logger, names) {
 			break
 		}
+	}
+	if !send(ctx, ch, w.lastResortPass(ctx, w.prev)) {
+		return full, false
 	}
 	if w.o.Store == nil {
 		return full, true
@@ -415,7 +435,7 @@ func (w *watcher) heal(ctx context.Context, r *md.Report, rs *md.Records) []Even
 	} else {
 		// Decisions are logged below, once each, not on every pass.
 		var err error
-		decisions, err = w.m.Heal(ctx, md.HealOptions{Report: r, Records: rs, History: &w.history})
+		decisions, err = w.m.Heal(ctx, md.HealOptions{Report: r, Records: rs, History: &w.history, ReAdd: w.o.ReAdd, Store: w.o.Store})
 		if err != nil {
 			w.o.Logger.Error("heal", "err", err)
 			return nil

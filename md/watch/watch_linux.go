@@ -432,6 +432,9 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			if at, ok := again.next(); ok {
 				timeout = min(timeout, at.Sub(now))
 			}
+			if at, ok := w.lastResortDue(); ok {
+				timeout = min(timeout, at.Sub(now))
+			}
 			timeout = max(timeout, 0)
 			var u wakeup
 			if w.wait != nil {
@@ -455,6 +458,9 @@ func (w *watcher) run(ctx context.Context, ch chan<- Event) {
 			var due wakeup
 			again.due(now, &due)
 			if !now.Before(lastFull.Add(w.o.Rescan)) {
+				due.all = true
+			}
+			if at, ok := w.lastResortDue(); ok && !now.Before(at) {
 				due.all = true
 			}
 			woken = u

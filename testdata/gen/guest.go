@@ -30,6 +30,10 @@ type genCase struct {
 	setup func(g *gen)
 	// extra captures, file name -> shell command whose output is kept.
 	extra map[string]string
+	// cleanup, if set, runs after the capture (whatever happened) and
+	// undoes what ResetDisks does not, such as partition tables the
+	// kernel still knows.
+	cleanup func() error
 }
 
 type disk struct{ name, role string }
@@ -424,9 +428,68 @@ var cases = func() []genCase {
 				g.expectAttr("md0", "array_state", "read-auto")
 			},
 		},
+		genCase{
+			name: "raid1-resync-pending",
+			desc: "2-disk RAID1 (1.2) whose initial resync, throttled by sync_speed_max " + checkSpeed +
+				" KiB/s, was stopped by writing frozen to sync_action after its first checkpoint: resync_start is " +
+				"where it stopped, nothing runs (mdstat resync=PENDING, mdadm resyncing (PENDING))",
+			array: "/dev/md0", sync: "pending", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+				g.pastCheckpoint("md0")
+				g.sh("echo frozen > /sys/block/md0/md/sync_action")
+				g.waitFor("md0", "sync_completed", "is none", func(v string) bool { return v == "none" })
+				g.pendingResync("md0")
+			},
+		},
+		genCase{
+			name: "raid1-resync-pending-read-auto",
+			desc: "2-disk RAID1 (1.2) stopped during its initial resync (throttled by sync_speed_max " + checkSpeed +
+				" KiB/s, after its first checkpoint), assembled with --readonly and put in read-auto: the resync " +
+				"waits for the first write (mdstat active (auto-read-only), resync=PENDING)",
+			array: "/dev/md0", sync: "pending", disks: disks("active", "active"),
+			setup: func(g *gen) {
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda", "vdb"))
+				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+				g.pastCheckpoint("md0")
+				g.sh("mdadm --stop /dev/md0")
+				g.waitGone("md0")
+				g.sh("mdadm --assemble --readonly /dev/md0 /dev/vda /dev/vdb")
+				g.sh("echo read-auto > /sys/block/md0/md/array_state")
+				g.expectAttr("md0", "array_state", "read-auto")
+				g.pendingResync("md0")
+			},
+		},
+		genCase{
+			name: "raid1-resync-delayed",
+			desc: "two 2-disk RAID1 (1.2) on partitions of the same two disks: md0 on vda1+vdb1 resyncing, throttled by " +
+				"sync_speed_max " + checkSpeed + " KiB/s; md1 on vda2+vdb2, created after md0's first checkpoint, waits " +
+				"for it (they share physical units): md1's sync_completed delayed, mdstat resync=DELAYED",
+			array: "/dev/md1", sync: "pending", disks: []disk{{"vda2", "active"}, {"vdb2", "active"}},
+			cleanup: unpartition("vda", "vdb"),
+			setup: func(g *gen) {
+				g.partition([]mbrPart{{2048, 63488}, {65536, 65536}}, "vda", "vdb")
+				g.sh(create("/dev/md0", "--level=1 --raid-devices=2 --metadata=1.2", "vda1", "vdb1"))
+				g.sh("echo " + checkSpeed + " > /sys/block/md0/md/sync_speed_max")
+				g.pastCheckpoint("md0")
+				g.sh(create("/dev/md1", "--level=1 --raid-devices=2 --metadata=1.2", "vda2", "vdb2"))
+				g.waitFor("md1", "sync_completed", "is delayed", func(v string) bool { return v == "delayed" })
+				g.expectAttr("md0", "sync_action", "resync")
+			},
+		},
 	)
 	return cs
 }()
+
+// pendingResync fails the case unless md has a resync to do that has not
+// run: resync_start is not none and nothing runs (sync_completed none).
+func (g *gen) pendingResync(md string) {
+	if v := g.attr(md, "resync_start"); v == "none" {
+		g.fail("%s resync_start is none: no resync pending", md)
+	}
+	g.expectAttr(md, "sync_completed", "none")
+}
 
 func runGuest(out string, re *regexp.Regexp, suffix string) error {
 	if !guest.InGuest() {
@@ -467,6 +530,13 @@ func runCase(out string, c genCase) (err error) {
 			err = ge.err
 		}
 	}()
+	if c.cleanup != nil {
+		defer func() {
+			if cerr := c.cleanup(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
 	c.setup(g)
 	tmp := filepath.Join(out, "."+c.name+".tmp")
 	os.RemoveAll(tmp)
@@ -534,7 +604,11 @@ func capture(dir string, c genCase, g *gen) error {
 	for _, cd := range c.disks {
 		d, ok := byName[cd.name]
 		if !ok {
-			return fmt.Errorf("no disk %s", cd.name)
+			// A partition of a scratch disk: no by-path or serial of
+			// its own.
+			if d, err = partitionDisk(cd.name); err != nil {
+				return err
+			}
 		}
 		info.Members = append(info.Members, fixture.InfoMember{Name: d.Name, ByPath: d.ByPath, Serial: d.Serial, Size: d.Size, Role: cd.role})
 		if err := guest.FlushBuffers(d.Path); err != nil {

@@ -227,11 +227,16 @@ func b2f(b bool) float64 {
 
 func (c *collector) array(a *md.Array) {
 	dev := a.Device
-	// node_md_state, as node_exporter's sysfs collector derives it.
+	// node_md_state, as node_exporter derives it from /proc/mdstat
+	// (procfs's parseMDStat): a pending or delayed sync is printed there
+	// as resync=PENDING or resync=DELAYED whatever its kind, so it counts
+	// as resync.
 	state := "active"
 	switch {
 	case a.Availability == md.Inactive:
 		state = "inactive"
+	case a.Activity.Pending != "":
+		state = "resync"
 	case a.Activity.Kind == sysfs.ActionRecover:
 		state = "recovering"
 	case a.Activity.Kind == sysfs.ActionResync || a.Activity.Kind == sysfs.ActionRepair:
@@ -242,15 +247,44 @@ func (c *collector) array(a *md.Array) {
 	for _, s := range []string{"active", "inactive", "recovering", "resync", "check"} {
 		c.gauge(c.state, b2f(s == state), dev, s)
 	}
-	c.gauge(c.disks, float64(a.Counts.Active), dev, "active")
+	// node_exporter counts the active members from mdstat's [n/m], which
+	// an inactive array does not have, and the spares as the members
+	// mdstat marks (S): those without a slot that have not failed (a
+	// member being rebuilt holds its slot; mdadm's spare count,
+	// Counts.Spare, includes it). In an inactive array those are the
+	// members the kernel shows as spare: assembled ones waiting for the
+	// start, not those of an array stopped with its members kept.
+	active, spares := a.Counts.Active, len(a.Spares)
+	if a.Availability == md.Inactive {
+		active, spares = 0, 0
+		for _, m := range a.Members() {
+			if m.Flags.Has(sysfs.FlagSpare) && !m.Flags.Failed() {
+				spares++
+			}
+		}
+	}
+	c.gauge(c.disks, float64(active), dev, "active")
 	c.gauge(c.disks, float64(a.Counts.Failed), dev, "failed")
-	c.gauge(c.disks, float64(a.Counts.Spare), dev, "spare")
+	c.gauge(c.disks, float64(spares), dev, "spare")
 	c.gauge(c.disksRequired, float64(a.RaidDisks), dev)
 	c.gauge(c.raidDisks, float64(a.RaidDisks), dev)
-	c.gauge(c.degraded, float64(a.Degraded), dev)
+	// node_exporter reads the kernel's degraded attribute (procfs
+	// Mdraids) and reports 0 where there is none: on an array that is
+	// not running, and on raid0 and linear, which have no redundancy
+	// attributes.
+	degraded := a.Degraded
+	if a.Availability == md.Inactive || a.Level == "raid0" || a.Level == "linear" {
+		degraded = 0
+	}
+	c.gauge(c.degraded, float64(degraded), dev)
 	c.gauge(c.blocks, float64(a.SizeBytes/1024), dev)
+	// node_exporter: the array's size when no sync runs, 0 for a pending
+	// or delayed one (resync=PENDING/DELAYED), else the done part.
 	synced := a.SizeBytes / 1024
-	if a.Activity.TotalSectors > 0 {
+	switch {
+	case a.Activity.Pending != "":
+		synced = 0
+	case a.Activity.TotalSectors > 0:
 		synced = uint64(float64(synced) * float64(a.Activity.DoneSectors) / float64(a.Activity.TotalSectors))
 	}
 	c.gauge(c.blocksSynced, float64(synced), dev)

@@ -437,9 +437,12 @@ func TestValuesFromTheKernel(t *testing.T) {
 				check(1, "node_md_state", "state", "inactive")
 				return
 			}
-			for state, field := range map[string]string{"active": "Active Devices", "failed": "Failed Devices", "spare": "Spare Devices"} {
+			for state, field := range map[string]string{"active": "Active Devices", "failed": "Failed Devices"} {
 				check(atof(t, d.Fields[field]), "node_md_disks", "state", state)
 			}
+			// node_exporter's spares are the members mdstat marks (S);
+			// mdadm's "Spare Devices" counts members being rebuilt too.
+			check(float64(strings.Count(mdstat, "(S)")), "node_md_disks", "state", "spare")
 			check(atof(t, d.Fields["Raid Devices"]), "node_md_disks_required")
 			check(atof(t, d.Fields["Raid Devices"]), "node_md_raid_disks")
 			// raid0 and linear have no degraded attribute: 0.
