@@ -1,6 +1,7 @@
 package md
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -671,8 +672,14 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		// mdadm 4.3 and later, on Linux 5.4 and later.
 		features |= superblock.FeatureRAID0Layout
 	}
+	// The superblocks say clean (resync_offset all ones) when no
+	// resync is to run: also when a raid4/5/6 starts with a device out
+	// (missing, or the spare recovery fills): the kernel refuses to start
+	// a degraded array that is not clean ("cannot start dirty degraded
+	// array"), and recovery, not resync, makes the spare consistent
+	// (mdadm Create.c, info.array.state).
 	resync := uint64(0)
-	if p.Clean {
+	if p.Clean || insert >= 0 {
 		resync = maxSector
 	}
 	ctime := uint64(f.Now.Unix()) & (1<<40 - 1)
@@ -752,17 +759,33 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		}
 		m.Writes = append(m.Writes, CreateWrite{What: "superblock", Offset: sbByte, Data: enc})
 		if bitmap {
+			// As mdadm (add_internal_bitmap1, write_bitmap1): first
+			// use, clean with --assume-clean, and every bit set (the
+			// header's 4 KiB block and the bits up to the next 4 KiB
+			// written 0xff): the first start syncs what the bits say,
+			// which is everything unless the superblocks say clean.
 			bm := &superblock.Bitmap{
 				Version:     superblock.BitmapMajorHi,
 				UUID:        sb.BitmapUUID(),
 				SyncSize:    bmSync,
 				ChunkSize:   bmChunk,
 				DaemonSleep: bitmapDelay,
+				State:       superblock.BitmapFirstUse,
 			}
-			benc, err := bm.MarshalBinary()
+			if req.AssumeClean {
+				bm.State |= superblock.BitmapClean
+			}
+			hdr, err := bm.MarshalBinary()
 			if err != nil {
 				return nil, fmt.Errorf("md: create %s: encoding the bitmap of %s: %w", a, d.Path, err)
 			}
+			bits := (bmSync + uint64(bmChunk)/512 - 1) / (uint64(bmChunk) / 512)
+			towrite := (uint64(len(hdr)) + (bits+7)/8 + 4095) &^ 4095
+			if towrite > uint64(bmSpace)*512 {
+				return nil, refuseCreate(a, "bitmap", "the bitmap (%d bytes) does not fit its area (%d bytes)", towrite, uint64(bmSpace)*512)
+			}
+			benc := bytes.Repeat([]byte{0xff}, int(towrite))
+			copy(benc, hdr)
 			bmByte := sbByte + int64(bmOffset)*512
 			m.Bitmap = bm
 			m.Clear = append(m.Clear, [2]int64{bmByte, int64(bmSpace) * 512})

@@ -177,7 +177,15 @@ func (m *Manager) gatherCreate(req CreateRequest, entries []mapfile.Entry) (Crea
 		}
 		c := m.candidateFacts(p, req.AllowImageFile)
 		cands[p] = c
-		f.Devices = append(f.Devices, createDeviceFacts(c))
+		d := createDeviceFacts(c)
+		// Two paths to one disk (a by-id link and its node) are one
+		// device named twice.
+		for q, o := range cands {
+			if q != p && !c.dev.IsZero() && o.dev == c.dev {
+				d.InUse = strings.TrimPrefix(d.InUse+", the same device as "+q, ", ")
+			}
+		}
+		f.Devices = append(f.Devices, d)
 	}
 	t, busy := m.target(req.Array, entries)
 	f.ArrayInUse = busy
@@ -281,6 +289,16 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult,
 			for _, c := range claims[i+1:] {
 				c.Close()
 			}
+			var nw *notWrittenError
+			if errors.As(err, &nw) {
+				if len(written) == 0 {
+					// The claim's last check refused it before any
+					// byte: nothing was written anywhere.
+					return nil, refuse("create", req.Array, mem.Path, fmt.Errorf("%s: %w; nothing was written to any device", mem.Path, err))
+				}
+				return nil, fail(fmt.Errorf("writing %s: %w", mem.Path, err),
+					fmt.Sprintf("superblocks written on %s; %s was not written; no array was started", orNone(written), mem.Path))
+			}
 			return nil, fail(fmt.Errorf("writing %s: %w", mem.Path, err),
 				fmt.Sprintf("superblocks written on %s, %s possibly part-written; no array was started", orNone(written), mem.Path))
 		}
@@ -295,15 +313,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult,
 	}
 	res.Writes = append(res.Writes, "new_array "+t.array)
 	undo := func(err error) error {
-		if serr := m.asm.StopArray(t.array); serr == nil {
+		serr := m.asm.StopArray(t.array)
+		if serr == nil {
 			res.Writes = append(res.Writes, "STOP_ARRAY "+t.array)
-			return fail(err, left)
+			return fail(err, left+" (writes: "+strings.Join(res.Writes, ", ")+")")
 		}
-		return fail(err, fmt.Sprintf("superblocks written on %s; %s could not be stopped", strings.Join(written, ", "), t.array))
+		res.Writes = append(res.Writes, "STOP_ARRAY "+t.array+" failed: "+serr.Error())
+		return fail(err, fmt.Sprintf("superblocks written on %s; %s could not be stopped (%v) (writes: %s)", strings.Join(written, ", "), t.array, serr, strings.Join(res.Writes, ", ")))
 	}
 	node := filepath.Join(m.devRoot, t.array)
 	if err := m.asm.MakeNode(node, sysfs.DevNum{Major: 9, Minor: uint32(t.minor)}); err != nil {
-		return nil, undo(err)
+		return nil, undo(fmt.Errorf("making the node %s: %w", node, err))
 	}
 	sb := p.Members[0].Superblock
 	major, minor := arrayInfoVersion(sb)

@@ -140,3 +140,19 @@ func TestCreateWriteFailureNamesWrites(t *testing.T) {
 }
 
 func regexpQuote(s string) string { return strings.NewReplacer(".", `\.`).Replace(s) }
+
+// TestCreateFirstWriteRefusedIsNoWrite: a claim whose write is refused
+// before its first byte (the device changed under the claim) on the
+// first device is a refusal saying nothing was written, not a
+// CreateError that reports a part-written device.
+func TestCreateFirstWriteRefusedIsNoWrite(t *testing.T) {
+	c := qt.New(t)
+	r, f, devs := createRig(t)
+	r.k.fail = map[string]error{"WriteDevice": &notWrittenError{errors.New("md: vdx changed since it was claimed")}}
+	_, err := r.m.Create(context.Background(), mirrorRequest(devs))
+	c.Assert(err, qt.ErrorIs, ErrRefused)
+	c.Check(err, qt.ErrorMatches, `.*nothing was written to any device`)
+	var ce *CreateError
+	c.Check(errors.As(err, &ce), qt.IsFalse)
+	c.Check(f.calls, qt.HasLen, 0)
+}
