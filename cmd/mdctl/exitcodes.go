@@ -69,6 +69,12 @@ var exitTable = []exitGroup{
 		{exitRefused, "refused, nothing written: " + noSuchArray + ", a planner refusal, a held lock, an unsafe run directory"},
 		{exitPartial, "failed after changing something: the message says exactly what"},
 	}},
+	{[]string{"create"}, []exitRow{
+		{exitOK, "created and started, or the dry run's checks passed"},
+		{exitFailure, "the system could not be read"},
+		{exitRefused, "refused, nothing written to any device and no md device made: a device not blank, in use (named), too small, of another block size, an array name taken, a held lock"},
+		{exitPartial, "failed after writing a superblock: the message says which devices were written and what was left"},
+	}},
 	{[]string{"stop"}, []exitRow{
 		{exitOK, "stopped (every array named), or the dry run's checks passed"},
 		{exitFailure, "failed, nothing changed: the system could not be read, or the kernel did not stop the array"},

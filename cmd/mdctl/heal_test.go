@@ -69,5 +69,5 @@ func TestHealCLI(t *testing.T) {
 	code, out, errOut = runCLI(t, append(flags, "heal", "--store", store)...)
 	c.Assert(code, qt.Equals, exitRefused)
 	c.Assert(out, qt.Equals, "")
-	c.Assert(errOut, qt.Contains, "md: slot records have an unsupported format version in "+store+": version 7, this program reads versions 1 and 2 (nothing was done)")
+	c.Assert(errOut, qt.Contains, "md: slot records have an unsupported format version in "+store+": version 7, this program reads versions 1 to 3 (nothing was done)")
 }
