@@ -206,20 +206,31 @@ func (m *Manager) gatherCreate(req CreateRequest, entries []mapfile.Entry) (Crea
 // PlanCreate): the dry run of Create. An empty req.Homehost is the
 // Manager's (Config.HomeHost); "<none>" writes none. It writes nothing.
 func (m *Manager) PlanCreate(ctx context.Context, req CreateRequest) (*CreatePlan, error) {
-	if err := ctx.Err(); err != nil {
+	l, entries, err := m.lockMapFor(ctx)
+	if err != nil {
 		return nil, err
+	}
+	defer l.Unlock()
+	req, f, _, _ := m.gatherCreate(req, entries)
+	return PlanCreate(req, f)
+}
+
+// lockMapFor takes the map lock, which a create holds from its facts to
+// its map entry, and reads the map's entries (none when there is no map).
+func (m *Manager) lockMapFor(ctx context.Context) (*mapfile.Lock, []mapfile.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
 	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
 	if err != nil {
-		return nil, fmt.Errorf("md: %w", err)
+		return nil, nil, fmt.Errorf("md: %w", err)
 	}
-	defer l.Unlock()
 	entries, err := l.Read()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("md: %w", err)
+		l.Unlock()
+		return nil, nil, fmt.Errorf("md: %w", err)
 	}
-	req, f, _, _ := m.gatherCreate(req, entries)
-	return PlanCreate(req, f)
+	return l, entries, nil
 }
 
 // Create creates the array req asks for and starts it: under the map
@@ -235,18 +246,11 @@ func (m *Manager) PlanCreate(ctx context.Context, req CreateRequest) (*CreatePla
 // written; when the array could not be started it is stopped again, and
 // the written superblocks stay (mdctl zero-superblock removes them).
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult, error) {
-	if err := ctx.Err(); err != nil {
+	l, entries, err := m.lockMapFor(ctx)
+	if err != nil {
 		return nil, err
 	}
-	l, err := mapfile.Map{Dir: m.mapDir}.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("md: %w", err)
-	}
 	defer l.Unlock()
-	entries, err := l.Read()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("md: %w", err)
-	}
 	req, f, t, cands := m.gatherCreate(req, entries)
 	p, err := PlanCreate(req, f)
 	if err != nil {

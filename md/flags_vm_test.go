@@ -4,8 +4,6 @@ package md
 
 import (
 	"context"
-	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,19 +14,9 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-// devFlags reads the devflags of a member's superblock (O_DIRECT is not
-// needed: the array is stopped and the buffers dropped).
+// devFlags reads the devflags of a member's superblock.
 func devFlags(c *qt.C, path string) superblock.DevFlags {
-	c.Assert(guest.FlushBuffers(path), qt.IsNil)
-	f, err := os.Open(path)
-	c.Assert(err, qt.IsNil)
-	defer f.Close()
-	size, err := f.Seek(0, io.SeekEnd)
-	c.Assert(err, qt.IsNil)
-	pr, err := superblock.Probe(f, size)
-	c.Assert(err, qt.IsNil)
-	c.Assert(pr.Best(), qt.IsNotNil)
-	return pr.Best().Superblock.DevFlags
+	return bestSuperblock(c, path).DevFlags
 }
 
 // TestVMSetMemberFlag (issue 33) on the real kernel: write-mostly and

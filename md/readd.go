@@ -417,7 +417,7 @@ func (m *Manager) waitInSlot(ctx context.Context, res *ReAddResult) error {
 			}
 			return fmt.Errorf("md: %s was added to %s but is not in slot %d after %v: %s (changed: %s)", q.Device, q.Array, q.Slot, timeout, why, strings.Join(res.Writes, ", "))
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := m.sleep(ctx, 20*time.Millisecond); err != nil {
 			return fmt.Errorf("%w (changed: %s)", err, strings.Join(res.Writes, ", "))
 		}
 	}
@@ -427,18 +427,6 @@ func (m *Manager) waitInSlot(ctx context.Context, res *ReAddResult) error {
 		}
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ReAddDisk issues ADD_NEW_DISK for a re-add: the descriptor number,

@@ -54,8 +54,10 @@ func diskHash(c *qt.C, path string) [32]byte {
 	return out
 }
 
-// dataOffset is the byte offset of the data on a member.
-func dataOffset(c *qt.C, path string) int64 {
+// bestSuperblock is the superblock mdadm would use on path, read after
+// its buffers are dropped.
+func bestSuperblock(c *qt.C, path string) *superblock.Superblock {
+	c.Assert(guest.FlushBuffers(path), qt.IsNil)
 	f, err := os.Open(path)
 	c.Assert(err, qt.IsNil)
 	defer f.Close()
@@ -64,7 +66,12 @@ func dataOffset(c *qt.C, path string) int64 {
 	pr, err := superblock.Probe(f, size)
 	c.Assert(err, qt.IsNil)
 	c.Assert(pr.Best(), qt.IsNotNil)
-	return int64(pr.Best().Superblock.DataOffset) * 512
+	return pr.Best().Superblock
+}
+
+// dataOffset is the byte offset of the data on a member.
+func dataOffset(c *qt.C, path string) int64 {
+	return int64(bestSuperblock(c, path).DataOffset) * 512
 }
 
 // TestVMReAdd (issue 33) on the real kernel: a mirror loses member 1
