@@ -102,7 +102,7 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(dir, "array_state"), []byte("clear\n"), 0o644)
+			return writeAttr(filepath.Join(dir, "array_state"), "clear\n")
 		case "AddDisk":
 			kname := byDev[f[2]]
 			d := m.fs.Path("block", f[1], "md", "dev-"+kname)
@@ -116,7 +116,7 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 			// (md.c array_state_show).
 			st := m.fs.Path("block", f[1], "md", "array_state")
 			if b, err := os.ReadFile(st); err == nil && string(b) == "clear\n" {
-				if err := os.WriteFile(st, []byte("inactive\n"), 0o644); err != nil {
+				if err := writeAttr(st, "inactive\n"); err != nil {
 					return err
 				}
 			}
@@ -149,7 +149,7 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 			if f[2] == "true" {
 				st = "read-auto\n"
 			}
-			return os.WriteFile(m.fs.Path("block", f[1], "md", "array_state"), []byte(st), 0o644)
+			return writeAttr(m.fs.Path("block", f[1], "md", "array_state"), st)
 		}
 		return nil
 	}
@@ -162,6 +162,18 @@ func newAssembleRig(t *testing.T, hook func(call string)) *assembleRig {
 		return err
 	}
 	return r
+}
+
+// writeAttr replaces a rig attribute at once (a new file renamed over
+// it), as a read of sysfs sees one value or the other: os.WriteFile
+// truncates first, and an Assemble that reads the attribute meanwhile
+// would read "" (an unreadable state, a refusal).
+func writeAttr(path, v string) error {
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(v), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // order is the rig's members in a fixed interleaved order, vdc (held)
