@@ -129,34 +129,12 @@ func createDeviceFacts(c *Candidate) CreateDevice {
 	if !c.BlockDevice && !c.Image {
 		use = append(use, "not a block device")
 	}
-	if c.IsArray {
-		use = append(use, "it is an md array")
+	use = append(use, c.memberships()...)
+	use = append(use, c.uses("")...)
+	if len(c.Partitions) > 0 {
+		use = append(use, "has kernel partitions "+strings.Join(c.Partitions, ", "))
 	}
-	for _, a := range c.MemberOf {
-		use = append(use, "member of "+a)
-	}
-	for _, h := range c.Holders {
-		use = append(use, "held by "+h)
-	}
-	for _, p := range c.Mounts {
-		use = append(use, "mounted on "+p)
-	}
-	for _, p := range c.Partitions {
-		use = append(use, "has partition "+p)
-	}
-	for _, s := range c.StackedOn {
-		use = append(use, "stacked on "+s)
-	}
-	for _, s := range c.UsedBy {
-		use = append(use, "used by "+s)
-	}
-	if c.ReadOnly {
-		use = append(use, "read-only")
-	}
-	if c.ExclusiveBusy {
-		use = append(use, "open by another program (O_EXCL: EBUSY)")
-	}
-	d.InUse = strings.Join(use, ", ")
+	d.InUse = strings.Join(use, "; ")
 	d.Unknown = c.Error
 	if len(c.Findings) > 0 {
 		d.Blank = c.Findings[0]
@@ -182,7 +160,7 @@ func (m *Manager) gatherCreate(req CreateRequest, entries []mapfile.Entry) (Crea
 		// device named twice.
 		for q, o := range cands {
 			if q != p && !c.dev.IsZero() && o.dev == c.dev {
-				d.InUse = strings.TrimPrefix(d.InUse+", the same device as "+q, ", ")
+				d.InUse = strings.TrimPrefix(d.InUse+"; the same device as "+q, "; ")
 			}
 		}
 		f.Devices = append(f.Devices, d)

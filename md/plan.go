@@ -709,22 +709,11 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	default:
 		pl.pass(checkNotMember, "not a member of any array")
 	}
-	var inUse []string
-	if len(c.Holders) > 0 && !(resumeAdded && len(c.Holders) == 1 && c.Holders[0] == s.name) {
-		inUse = append(inUse, "held by "+strings.Join(c.Holders, ", "))
+	resumedBy := ""
+	if resumeAdded {
+		resumedBy = s.name
 	}
-	if len(c.Mounts) > 0 {
-		inUse = append(inUse, "mounted on "+strings.Join(c.Mounts, ", "))
-	}
-	if len(c.UsedBy) > 0 {
-		inUse = append(inUse, "in use through a loop device ("+strings.Join(c.UsedBy, "; ")+")")
-	}
-	if c.ExclusiveBusy && !resumeAdded {
-		inUse = append(inUse, "opened exclusively by another program")
-	}
-	if c.ReadOnly {
-		inUse = append(inUse, "read-only")
-	}
+	inUse := c.uses(resumedBy)
 	switch {
 	case len(inUse) > 0:
 		pl.fail(checkNotInUse, errCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))

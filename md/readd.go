@@ -170,8 +170,12 @@ func decideReAdd(f arrayFacts, c *Candidate, rs *Records) (*ReAddPlan, error) {
 	if !c.BlockDevice && !c.Image {
 		return nil, fmt.Errorf("%w: %s is not a block device", errNotReAddable, c.Path)
 	}
-	if why := inUse(c); why != "" {
-		return nil, fmt.Errorf("%w: %s %s", ErrInUse, c.Path, why)
+	use := append(c.memberships(), c.uses("")...)
+	if len(c.Partitions) > 0 {
+		use = append(use, "has kernel partitions "+strings.Join(c.Partitions, ", "))
+	}
+	if len(use) > 0 {
+		return nil, fmt.Errorf("%w: %s is %s", ErrInUse, c.Path, strings.Join(use, "; "))
 	}
 	if len(c.mdsb) == 0 {
 		return nil, fmt.Errorf("%w: %s carries no md superblock that can be read: it is not a former member (replace or heal add a blank disk)", ErrNotMember, c.Path)
@@ -249,29 +253,6 @@ func decideReAdd(f arrayFacts, c *Candidate, rs *Records) (*ReAddPlan, error) {
 		p.Fallback = fmt.Sprintf("ADD_NEW_DISK %s (a spare: slot %d, the only free slot, rebuilt in full)", c.DevNum, slot)
 	}
 	return p, nil
-}
-
-// inUse says why the candidate is in use, or "".
-func inUse(c *Candidate) string {
-	switch {
-	case len(c.MemberOf) > 0:
-		return "is a member of " + strings.Join(c.MemberOf, ", ")
-	case len(c.Holders) > 0:
-		return "is held by " + strings.Join(c.Holders, ", ")
-	case len(c.Mounts) > 0:
-		return "is mounted on " + escape.Text(strings.Join(c.Mounts, ", "))
-	case c.ExclusiveBusy:
-		return "is open exclusively by another program"
-	case len(c.UsedBy) > 0:
-		return "is used by " + strings.Join(c.UsedBy, ", ")
-	case len(c.Partitions) > 0:
-		return "has kernel partitions " + strings.Join(c.Partitions, ", ")
-	case c.IsArray:
-		return "is an md array"
-	case c.ReadOnly:
-		return "is read-only"
-	}
-	return ""
 }
 
 // otherDisk says how the candidate differs from the disk recorded for

@@ -91,6 +91,8 @@ func TestDecideReAdd(t *testing.T) {
 		{name: "slot taken", facts: func(f *arrayFacts) { *f = r.facts(t, "") }, want: ErrSlotTaken, match: `.*slot 1 of md0 is held by vdb`},
 		{name: "mounted", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: ErrInUse, match: `.*is mounted on /mnt`},
 		{name: "held", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: ErrInUse, match: `.*is held by dm-0`},
+		{name: "built on an array", cand: func(c *Candidate) { c.StackedOn = []string{"array md1 (loop1 is a loop device over /srv/img, a file on md1)"} }, want: ErrInUse, match: `.*is built on array md1 .*`},
+		{name: "loop device over it", cand: func(c *Candidate) { c.UsedBy = []string{"loop4 is a loop device over vdz"} }, want: ErrInUse, match: `.*is in use through a loop device \(loop4 .*`},
 		{name: "open", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: ErrInUse},
 		{name: "partitions", cand: func(c *Candidate) { c.Partitions = []string{"vdx1"} }, want: ErrInUse},
 		{name: "unknown fact", cand: func(c *Candidate) { c.Error = "mounts: permission denied" }, want: errUnknownFact},

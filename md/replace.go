@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/blockdev"
+	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/ioctl"
 	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
@@ -488,4 +489,48 @@ func rebuildDone(a Array, member string) (bool, error) {
 	inSync := mem.Flags.Has(sysfs.FlagInSync)
 	idle := a.Activity.Kind == sysfs.ActionIdle
 	return where == "slot" && inSync && idle, nil
+}
+
+// memberships lists, one phrase each, the arrays c belongs to or is: "a
+// member of md0", "an md array", "built on …" (a loop device over a
+// member, a file on an array). Replace, re-add and create refuse such a
+// device with these words.
+func (c *Candidate) memberships() []string {
+	var out []string
+	if len(c.MemberOf) > 0 {
+		out = append(out, "a member of "+strings.Join(c.MemberOf, ", "))
+	}
+	if c.IsArray {
+		out = append(out, "an md array")
+	}
+	if len(c.StackedOn) > 0 {
+		out = append(out, "built on "+strings.Join(c.StackedOn, "; "))
+	}
+	return out
+}
+
+// uses lists, one phrase each, what uses c now as the kernel tells it:
+// holders, mount points, loop devices over it, another program's
+// exclusive open, and read-only. resumedBy is the array an interrupted
+// replace added c to ("" for none): that array alone holding c, and
+// holding it open exclusively, is not a use. Replace, re-add and create
+// refuse a device with these words.
+func (c *Candidate) uses(resumedBy string) []string {
+	var out []string
+	if len(c.Holders) > 0 && (resumedBy == "" || len(c.Holders) != 1 || c.Holders[0] != resumedBy) {
+		out = append(out, "held by "+strings.Join(c.Holders, ", "))
+	}
+	if len(c.Mounts) > 0 {
+		out = append(out, "mounted on "+escape.Text(strings.Join(c.Mounts, ", ")))
+	}
+	if len(c.UsedBy) > 0 {
+		out = append(out, "in use through a loop device ("+strings.Join(c.UsedBy, "; ")+")")
+	}
+	if c.ExclusiveBusy && resumedBy == "" {
+		out = append(out, "opened exclusively by another program")
+	}
+	if c.ReadOnly {
+		out = append(out, "read-only")
+	}
+	return out
 }
