@@ -349,7 +349,7 @@ func (m *Manager) probe(kname string) (*superblock.Superblock, error) {
 		}
 	}
 	sb, err := m.probeNow(kname)
-	if c != nil && !errors.Is(err, errNoAnswer) {
+	if c != nil && !errors.Is(err, ErrNoAnswer) {
 		c.mu.Lock()
 		c.m[kname] = sbResult{sb, err}
 		c.mu.Unlock()

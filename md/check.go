@@ -168,20 +168,6 @@ type CheckResult struct {
 	Err error `json:"-"`
 }
 
-// Refusal reasons of a check (RefusedError.Check).
-const (
-	scrubRedundant = "array has redundancy"
-	scrubFacts     = "facts readable"
-	scrubState     = "array is read-write"
-	scrubDegraded  = "array is not degraded"
-	scrubIdle      = "sync thread is idle"
-	scrubNotFrozen = "recovery is not frozen"
-	scrubAction    = "sync_action is known"
-	scrubSyncMax   = "sync_max is max"
-	scrubUUID      = "array UUID known"
-	scrubRunning   = "a check or repair runs"
-)
-
 // Errors of check.
 var (
 	// ErrCheckBusy is matched by the refusal of a check on an array whose
@@ -317,7 +303,7 @@ func alignCursor(pos, chunk uint64) uint64 {
 // whose facts could not all be read. rec is the array's stored record,
 // if any: a pending pass of the same action resumes at its cursor.
 func planCheck(f checkFacts, req CheckRequest, rec *CheckRecord) (*checkPlan, error) {
-	refuse := func(check string, sentinel error, format string, args ...any) (*checkPlan, error) {
+	refuse := func(check Check, sentinel error, format string, args ...any) (*checkPlan, error) {
 		return nil, &RefusedError{Op: "check", Array: f.name, Check: check,
 			Reason: fmt.Sprintf(format, args...), Err: sentinel}
 	}
@@ -327,48 +313,48 @@ func planCheck(f checkFacts, req CheckRequest, rec *CheckRecord) (*checkPlan, er
 	}
 	switch {
 	case f.level != "" && !f.level.Redundant():
-		return refuse(scrubRedundant, ErrNotCheckable, "level %s has no redundancy to check", f.level)
+		return refuse(CheckRedundant, ErrNotCheckable, "level %s has no redundancy to check", f.level)
 	case !f.hasSync && len(f.errs) == 0:
-		return refuse(scrubRedundant, ErrNotCheckable, "it has no sync_action (not running, or no redundancy)")
+		return refuse(CheckRedundant, ErrNotCheckable, "it has no sync_action (not running, or no redundancy)")
 	case len(f.errs) > 0:
-		return refuse(scrubFacts, ErrNotCheckable, "cannot read %s", strings.Join(f.errs, "; "))
+		return refuse(CheckFactsReadable, ErrNotCheckable, "cannot read %s", strings.Join(f.errs, "; "))
 	}
 	switch f.state {
 	case sysfs.StateClean, sysfs.StateActive, sysfs.StateActiveIdle:
 	case sysfs.StateReadAuto:
-		return refuse(scrubState, ErrNotCheckable, "it is read-auto, and writing sync_action would switch it to read-write")
+		return refuse(CheckReadWrite, ErrNotCheckable, "it is read-auto, and writing sync_action would switch it to read-write")
 	case sysfs.StateReadonly:
-		return refuse(scrubState, ErrNotCheckable, "it is read-only")
+		return refuse(CheckReadWrite, ErrNotCheckable, "it is read-only")
 	default:
-		return refuse(scrubState, ErrNotCheckable, "array_state is %q", f.state)
+		return refuse(CheckReadWrite, ErrNotCheckable, "array_state is %q", f.state)
 	}
 	if f.degraded != 0 || f.array.Redundancy != Full {
-		return refuse(scrubDegraded, ErrNotCheckable, "it is degraded (degraded %d, redundancy %s): recover it first", f.degraded, f.array.Redundancy)
+		return refuse(CheckNotDegraded, ErrNotCheckable, "it is degraded (degraded %d, redundancy %s): recover it first", f.degraded, f.array.Redundancy)
 	}
 	switch f.action {
 	case sysfs.ActionIdle:
 	case sysfs.ActionCheck, sysfs.ActionRepair:
-		return refuse(scrubIdle, ErrCheckBusy, "a %s is already running", f.action)
+		return refuse(CheckSyncIdle, ErrCheckBusy, "a %s is already running", f.action)
 	case sysfs.ActionFrozen:
-		return refuse(scrubNotFrozen, ErrCheckBusy, "recovery is frozen (a replace may be under way), and writing %s would unfreeze it", act)
+		return refuse(CheckNotFrozen, ErrCheckBusy, "recovery is frozen (a replace may be under way), and writing %s would unfreeze it", act)
 	case sysfs.ActionResync:
-		return refuse(scrubIdle, ErrCheckBusy, "it is resyncing")
+		return refuse(CheckSyncIdle, ErrCheckBusy, "it is resyncing")
 	case sysfs.ActionRecover:
-		return refuse(scrubIdle, ErrCheckBusy, "it is recovering")
+		return refuse(CheckSyncIdle, ErrCheckBusy, "it is recovering")
 	case sysfs.ActionReshape:
-		return refuse(scrubIdle, ErrCheckBusy, "it is reshaping")
+		return refuse(CheckSyncIdle, ErrCheckBusy, "it is reshaping")
 	default:
-		return refuse(scrubAction, ErrCheckBusy, "sync_action is %q", f.action)
+		return refuse(CheckSyncActionKnown, ErrCheckBusy, "sync_action is %q", f.action)
 	}
 	switch {
 	case f.progress.State != sysfs.ProgressNone:
-		return refuse(scrubIdle, ErrCheckBusy, "sync_completed is %s: a sync is pending", f.progress.State)
+		return refuse(CheckSyncIdle, ErrCheckBusy, "sync_completed is %s: a sync is pending", f.progress.State)
 	case f.reshape.Valid:
-		return refuse(scrubIdle, ErrCheckBusy, "it is reshaping (reshape_position %d)", f.reshape.Value)
+		return refuse(CheckSyncIdle, ErrCheckBusy, "it is reshaping (reshape_position %d)", f.reshape.Value)
 	case f.syncMax.Valid && f.syncMax.Value != passGuard(uint64(f.chunk/512)):
-		return refuse(scrubSyncMax, ErrCheckBusy, "sync_max is %d, not max: someone limits where syncs stop", f.syncMax.Value)
+		return refuse(CheckSyncMaxIsMax, ErrCheckBusy, "sync_max is %d, not max: someone limits where syncs stop", f.syncMax.Value)
 	case req.Store != nil && f.array.UUID == "":
-		return refuse(scrubUUID, ErrNotCheckable, "its UUID is unknown, so no cursor can be kept")
+		return refuse(CheckUUIDKnown, ErrNotCheckable, "its UUID is unknown, so no cursor can be kept")
 	}
 	p := &checkPlan{Array: f.name, UUID: f.array.UUID, Level: f.array.Level, Action: act, Size: f.size,
 		Chunk: max(uint64(f.chunk/512), 8)}
@@ -589,8 +575,8 @@ func skippable(err error) (string, bool) {
 		return "", false
 	}
 	switch re.Check {
-	case scrubRedundant, scrubState, scrubDegraded, scrubIdle:
-		// scrubIdle: the kernel's own resync, recovery or reshape, or a
+	case CheckRedundant, CheckReadWrite, CheckNotDegraded, CheckSyncIdle:
+		// CheckSyncIdle: the kernel's own resync, recovery or reshape, or a
 		// check already running (frozen recovery and an unknown
 		// sync_action have checks of their own).
 		return re.Reason, true
@@ -861,7 +847,7 @@ func (c *checkRun) cancel(ctx context.Context, r *CheckResult) {
 	f := m.gatherCheck(r.Array)
 	r.UUID, r.Level = f.array.UUID, f.array.Level
 	refusal := func(format string, args ...any) {
-		r.setErr(&RefusedError{Op: "check", Array: r.Array, Check: scrubRunning, Reason: fmt.Sprintf(format, args...), Err: ErrCheckBusy})
+		r.setErr(&RefusedError{Op: "check", Array: r.Array, Check: CheckScrubRunning, Reason: fmt.Sprintf(format, args...), Err: ErrCheckBusy})
 	}
 	switch {
 	case len(f.errs) > 0:

@@ -163,40 +163,40 @@ func TestCheckRefusals(t *testing.T) {
 		fixture  string
 		change   func(t testing.TB, r *checkRig)
 		req      CheckRequest
-		check    string
+		check    Check
 		sentinel error
 		// skipAll: with All the array is skipped, not refused
 		// (CheckRequest.All): there is nothing a check could do now.
 		skipAll bool
 	}{
-		{name: "raid0", fixture: "raid0", check: scrubRedundant, sentinel: ErrNotCheckable, skipAll: true},
-		{name: "linear", fixture: "linear", check: scrubRedundant, sentinel: ErrNotCheckable, skipAll: true},
-		{name: "degraded", fixture: "raid1-degraded-missing", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
-		{name: "failed member", fixture: "raid1-failed", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "raid0", fixture: "raid0", check: CheckRedundant, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "linear", fixture: "linear", check: CheckRedundant, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "degraded", fixture: "raid1-degraded-missing", check: CheckNotDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "failed member", fixture: "raid1-failed", check: CheckNotDegraded, sentinel: ErrNotCheckable, skipAll: true},
 		{name: "recovering", fixture: "raid1-recovering", sentinel: ErrNotCheckable, skipAll: true},
-		{name: "raid5 degraded", fixture: "raid5-degraded", check: scrubDegraded, sentinel: ErrNotCheckable, skipAll: true},
+		{name: "raid5 degraded", fixture: "raid5-degraded", check: CheckNotDegraded, sentinel: ErrNotCheckable, skipAll: true},
 		{name: "inactive", fixture: "raid5-inactive", sentinel: ErrNotCheckable, skipAll: true},
-		{name: "read-auto", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable, skipAll: true,
+		{name: "read-auto", fixture: "raid1-v1.2", check: CheckReadWrite, sentinel: ErrNotCheckable, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "array_state", "read-auto") }},
-		{name: "readonly", fixture: "raid1-v1.2", check: scrubState, sentinel: ErrNotCheckable, skipAll: true,
+		{name: "readonly", fixture: "raid1-v1.2", check: CheckReadWrite, sentinel: ErrNotCheckable, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "array_state", "readonly") }},
-		{name: "frozen", fixture: "raid1-v1.2", check: scrubNotFrozen, sentinel: ErrCheckBusy,
+		{name: "frozen", fixture: "raid1-v1.2", check: CheckNotFrozen, sentinel: ErrCheckBusy,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_action", "frozen") }},
-		{name: "already checking", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
+		{name: "already checking", fixture: "raid1-v1.2", check: CheckSyncIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) {
 				r.setAttr(t, "sync_action", "check")
 				r.setAttr(t, "sync_completed", "100 / 129024")
 			}},
-		{name: "resyncing", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
+		{name: "resyncing", fixture: "raid1-v1.2", check: CheckSyncIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_action", "resync") }},
-		{name: "pending", fixture: "raid1-v1.2", check: scrubIdle, sentinel: ErrCheckBusy, skipAll: true,
+		{name: "pending", fixture: "raid1-v1.2", check: CheckSyncIdle, sentinel: ErrCheckBusy, skipAll: true,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_completed", "delayed") }},
-		{name: "sync_max set", fixture: "raid1-v1.2", check: scrubSyncMax, sentinel: ErrCheckBusy,
+		{name: "sync_max set", fixture: "raid1-v1.2", check: CheckSyncMaxIsMax, sentinel: ErrCheckBusy,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_max", "4096") }},
-		{name: "garbage", fixture: "raid1-v1.2", check: scrubFacts, sentinel: ErrNotCheckable,
+		{name: "garbage", fixture: "raid1-v1.2", check: CheckFactsReadable, sentinel: ErrNotCheckable,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "degraded", "lots") }},
-		{name: "cancel idle", fixture: "raid1-v1.2", req: CheckRequest{Cancel: true}, check: scrubRunning, sentinel: ErrCheckBusy},
-		{name: "cancel resync", fixture: "raid1-v1.2", req: CheckRequest{Cancel: true}, check: scrubRunning, sentinel: ErrCheckBusy,
+		{name: "cancel idle", fixture: "raid1-v1.2", req: CheckRequest{Cancel: true}, check: CheckScrubRunning, sentinel: ErrCheckBusy},
+		{name: "cancel resync", fixture: "raid1-v1.2", req: CheckRequest{Cancel: true}, check: CheckScrubRunning, sentinel: ErrCheckBusy,
 			change: func(t testing.TB, r *checkRig) { r.setAttr(t, "sync_action", "resync") }},
 	}
 	for _, tt := range tests {

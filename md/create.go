@@ -231,7 +231,7 @@ func dataOffset1(devsize, chunkKiB uint64) uint64 {
 }
 
 // refuseCreate is a refusal of the create at check.
-func refuseCreate(array, check, format string, a ...any) error {
+func refuseCreate(array string, check Check, format string, a ...any) error {
 	return &RefusedError{Op: "create", Array: array, Check: check,
 		Reason: fmt.Sprintf(format, a...), Err: ErrCreateRefused}
 }
@@ -333,10 +333,10 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		p.Version = superblock.Version12
 	}
 	if p.Version != superblock.Version090 && !p.Version.Is1x() {
-		return nil, refuseCreate(a, "metadata", "unsupported metadata %v", req.Metadata)
+		return nil, refuseCreate(a, CheckMetadata, "unsupported metadata %v", req.Metadata)
 	}
 	if p.Version == superblock.Version090 {
-		return nil, refuseCreate(a, "metadata", "metadata 0.90 is not implemented by create yet; use 1.0 for a mirror read at byte 0")
+		return nil, refuseCreate(a, CheckMetadata, "metadata 0.90 is not implemented by create yet; use 1.0 for a mirror read at byte 0")
 	}
 
 	// Level, device count, chunk and layout.
@@ -348,58 +348,58 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	}
 	min, ok := minDevs[lv]
 	if !ok {
-		return nil, refuseCreate(a, "level", "level %v cannot be created (0, 1, 4, 5, 6 and 10 can)", lv)
+		return nil, refuseCreate(a, CheckLevel, "level %v cannot be created (0, 1, 4, 5, 6 and 10 can)", lv)
 	}
 	if n < min {
-		return nil, refuseCreate(a, "raid-devices", "%v needs at least %d devices, not %d", lv, min, n)
+		return nil, refuseCreate(a, CheckRaidDevices, "%v needs at least %d devices, not %d", lv, min, n)
 	}
 	if n > maxDevs1 {
-		return nil, refuseCreate(a, "raid-devices", "%d devices: at most %d", n, maxDevs1)
+		return nil, refuseCreate(a, CheckRaidDevices, "%d devices: at most %d", n, maxDevs1)
 	}
 	if len(req.Devices) != n {
-		return nil, refuseCreate(a, "raid-devices", "%d devices named (real or missing) for --raid-devices=%d", len(req.Devices), n)
+		return nil, refuseCreate(a, CheckRaidDevices, "%d devices named (real or missing) for --raid-devices=%d", len(req.Devices), n)
 	}
 	if len(f.Devices) != n || len(f.DeviceUUIDs) != n {
-		return nil, refuseCreate(a, "facts", "facts for %d devices and %d device UUIDs, want %d", len(f.Devices), len(f.DeviceUUIDs), n)
+		return nil, refuseCreate(a, CheckFacts, "facts for %d devices and %d device UUIDs, want %d", len(f.Devices), len(f.DeviceUUIDs), n)
 	}
 	check("level", "%v with %d slots", lv, n)
 
 	chunk := req.ChunkKiB
 	if lv == superblock.LevelRAID1 {
 		if chunk != 0 {
-			return nil, refuseCreate(a, "chunk", "a chunk size is not meaningful for raid1")
+			return nil, refuseCreate(a, CheckChunk, "a chunk size is not meaningful for raid1")
 		}
 	} else {
 		if chunk == 0 {
 			chunk = defaultChunkKiB
 		}
 		if chunk < 4 || chunk&(chunk-1) != 0 || chunk > 1<<20 {
-			return nil, refuseCreate(a, "chunk", "chunk %d KiB: must be a power of two from 4 KiB to 1 GiB", chunk)
+			return nil, refuseCreate(a, CheckChunk, "chunk %d KiB: must be a power of two from 4 KiB to 1 GiB", chunk)
 		}
 	}
 	p.ChunkKiB = chunk
 	layout, ok := ParseLayout(lv, req.Layout)
 	if !ok {
-		return nil, refuseCreate(a, "layout", "layout %q is not one of %v's", req.Layout, lv)
+		return nil, refuseCreate(a, CheckLayout, "layout %q is not one of %v's", req.Layout, lv)
 	}
 	if lv == superblock.LevelRAID10 {
 		copies := int(layout&255) * int(layout>>8&255)
 		if copies > n {
-			return nil, refuseCreate(a, "layout", "layout %s needs at least %d devices", req.Layout, copies)
+			return nil, refuseCreate(a, CheckLayout, "layout %s needs at least %d devices", req.Layout, copies)
 		}
 	}
 	p.Layout = layout
 	switch req.Bitmap {
 	case "", BitmapNone, BitmapInternal:
 	default:
-		return nil, refuseCreate(a, "bitmap", "--bitmap=%s: internal or none", req.Bitmap)
+		return nil, refuseCreate(a, CheckBitmap, "--bitmap=%s: internal or none", req.Bitmap)
 	}
 	bitmap := req.Bitmap == BitmapInternal
 	if bitmap && lv == superblock.LevelRAID0 {
-		return nil, refuseCreate(a, "bitmap", "a bitmap is not meaningful for raid0")
+		return nil, refuseCreate(a, CheckBitmap, "a bitmap is not meaningful for raid0")
 	}
 	if req.SizeKiB != 0 && lv == superblock.LevelRAID0 {
-		return nil, refuseCreate(a, "size", "--size is not meaningful for raid0")
+		return nil, refuseCreate(a, CheckLevel, "--size is not meaningful for raid0")
 	}
 
 	// Name.
@@ -415,12 +415,12 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		full = req.Homehost + ":" + name
 	}
 	if len(full) > 31 {
-		return nil, refuseCreate(a, "name", "name %q is %d bytes: at most 31 fit (mdadm would cut it)", full, len(full))
+		return nil, refuseCreate(a, CheckName, "name %q is %d bytes: at most 31 fit (mdadm would cut it)", full, len(full))
 	}
 	p.Name = full
 	check("name", "%q", full)
 	if f.ArrayInUse != "" {
-		return nil, refuseCreate(a, "array", "%s", f.ArrayInUse)
+		return nil, refuseCreate(a, CheckArrayDevice, "%s", f.ArrayInUse)
 	}
 
 	// Devices: present, blank, unused, one block size.
@@ -431,7 +431,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	for i := range f.Devices {
 		d := &f.Devices[i]
 		if d.Path != req.Devices[i] {
-			return nil, refuseCreate(a, "facts", "facts for %s in place of %s", d.Path, req.Devices[i])
+			return nil, refuseCreate(a, CheckFacts, "facts for %s in place of %s", d.Path, req.Devices[i])
 		}
 		if d.absent() {
 			missing++
@@ -441,32 +441,32 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			continue
 		}
 		if seen[d.Path] {
-			return nil, refuseCreate(a, "devices", "%s is named twice", d.Path)
+			return nil, refuseCreate(a, CheckDevices, "%s is named twice", d.Path)
 		}
 		seen[d.Path] = true
 		if d.Unknown != "" {
-			return nil, refuseCreate(a, "facts", "%s: cannot establish %s", d.Path, d.Unknown)
+			return nil, refuseCreate(a, CheckFacts, "%s: cannot establish %s", d.Path, d.Unknown)
 		}
 		if d.InUse != "" {
-			return nil, refuseCreate(a, "in-use", "%s is in use: %s", d.Path, d.InUse)
+			return nil, refuseCreate(a, CheckNotInUse, "%s is in use: %s", d.Path, d.InUse)
 		}
 		if d.Blank != nil {
-			r := refuseCreate(a, "blank", "%s: %v", d.Path, d.Blank)
+			r := refuseCreate(a, CheckBlankDevice, "%s: %v", d.Path, d.Blank)
 			r.(*RefusedError).Err = errors.Join(ErrCreateRefused, d.Blank)
 			return nil, r
 		}
 		if d.LogicalBlockSize == 0 || d.LogicalBlockSize%512 != 0 || d.LogicalBlockSize&(d.LogicalBlockSize-1) != 0 {
-			return nil, refuseCreate(a, "block-size", "%s: logical block size %d is not known", d.Path, d.LogicalBlockSize)
+			return nil, refuseCreate(a, CheckBlockSize, "%s: logical block size %d is not known", d.Path, d.LogicalBlockSize)
 		}
 		switch {
 		case req.LogicalBlockSize != 0:
 			if d.LogicalBlockSize > req.LogicalBlockSize {
-				return nil, refuseCreate(a, "block-size", "%s has %d-byte logical blocks, more than the %d stated", d.Path, d.LogicalBlockSize, req.LogicalBlockSize)
+				return nil, refuseCreate(a, CheckBlockSize, "%s has %d-byte logical blocks, more than the %d stated", d.Path, d.LogicalBlockSize, req.LogicalBlockSize)
 			}
 		case lbs == 0:
 			lbs = d.LogicalBlockSize
 		case lbs != d.LogicalBlockSize:
-			return nil, refuseCreate(a, "block-size", "%s has %d-byte logical blocks and %s %d: state the array's block size to mix them",
+			return nil, refuseCreate(a, CheckBlockSize, "%s has %d-byte logical blocks and %s %d: state the array's block size to mix them",
 				d.Path, d.LogicalBlockSize, first.Path, lbs)
 		}
 		if first == nil {
@@ -474,7 +474,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		}
 	}
 	if first == nil {
-		return nil, refuseCreate(a, "devices", "every device is missing")
+		return nil, refuseCreate(a, CheckDevices, "every device is missing")
 	}
 	if missing > 0 {
 		maxMissing := 0
@@ -489,7 +489,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			maxMissing = r10MaxMissing(layout, n, f.Devices)
 		}
 		if missing > maxMissing {
-			return nil, refuseCreate(a, "missing", "%v cannot start with %d of %d devices missing", lv, missing, n)
+			return nil, refuseCreate(a, CheckMissing, "%v cannot start with %d of %d devices missing", lv, missing, n)
 		}
 		p.Degraded = true
 	}
@@ -525,17 +525,17 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			overhead = dataOff
 		}
 		if ds < 24 || ds <= overhead {
-			return nil, refuseCreate(a, "size", "%s is too small: %d sectors cannot hold the metadata (%d sectors)", d.Path, devSectors(d), overhead)
+			return nil, refuseCreate(a, CheckSize, "%s is too small: %d sectors cannot hold the metadata (%d sectors)", d.Path, devSectors(d), overhead)
 		}
 		free = (ds - overhead) / 2 // KiB
 		if chunk != 0 {
 			free &^= chunk - 1
 		}
 		if free == 0 {
-			return nil, refuseCreate(a, "size", "%s is too small: no space left after the metadata (%d sectors) and chunk rounding (%d KiB)", d.Path, overhead, chunk)
+			return nil, refuseCreate(a, CheckSize, "%s is too small: no space left after the metadata (%d sectors) and chunk rounding (%d KiB)", d.Path, overhead, chunk)
 		}
 		if req.SizeKiB != 0 && free < req.SizeKiB {
-			return nil, refuseCreate(a, "size", "%s is too small: %d KiB usable, %d KiB asked (--size)", d.Path, free, req.SizeKiB)
+			return nil, refuseCreate(a, CheckSize, "%s is too small: %d KiB usable, %d KiB asked (--size)", d.Path, free, req.SizeKiB)
 		}
 		if free < minFree {
 			minFree, minDev = free, d.Path
@@ -547,14 +547,14 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		if chunk != 0 {
 			sizeKiB &^= chunk - 1
 			if sizeKiB == 0 {
-				return nil, refuseCreate(a, "size", "--size %d KiB is less than a chunk (%d KiB)", req.SizeKiB, chunk)
+				return nil, refuseCreate(a, CheckSize, "--size %d KiB is less than a chunk (%d KiB)", req.SizeKiB, chunk)
 			}
 		}
 	}
 	if lv == superblock.LevelRAID1 {
 		sizeKiB &^= 63
 		if sizeKiB == 0 {
-			return nil, refuseCreate(a, "size", "%s is too small: less than 64 KiB usable", minDev)
+			return nil, refuseCreate(a, CheckSize, "%s is too small: less than 64 KiB usable", minDev)
 		}
 	}
 	if lv == superblock.LevelRAID0 {
@@ -629,7 +629,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			room = 128 * 2
 		}
 		if room <= 1 {
-			return nil, refuseCreate(a, "bitmap", "no room for a bitmap on members of %d sectors", p.UsedSectors)
+			return nil, refuseCreate(a, CheckBitmap, "no room for a bitmap on members of %d sectors", p.UsedSectors)
 		}
 		maxBits := (room*512 - superblock.BitmapSize) * 8
 		minChunk := uint64(4096)
@@ -643,7 +643,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			c = 64 << 20
 		}
 		if c > math.MaxUint32 {
-			return nil, refuseCreate(a, "bitmap", "bitmap chunk %d bytes does not fit", c)
+			return nil, refuseCreate(a, CheckBitmap, "bitmap chunk %d bytes does not fit", c)
 		}
 		bmChunk = uint32(c)
 		if p.Version == superblock.Version10 {
@@ -706,7 +706,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			DevRoles:     append([]superblock.Role(nil), roles...),
 		}
 		if err := sb.SetFullName(full); err != nil {
-			return nil, refuseCreate(a, "name", "%v", err)
+			return nil, refuseCreate(a, CheckName, "%v", err)
 		}
 		bmSpace, bmOff := bmSpaceFor()
 		if bitmap {
@@ -743,7 +743,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			}
 		}
 		if p.UsedSectors > sb.DataSize {
-			return nil, refuseCreate(a, "size", "%s is too small: %d sectors for data, %d needed", d.Path, sb.DataSize, p.UsedSectors)
+			return nil, refuseCreate(a, CheckSize, "%s is too small: %d sectors for data, %d needed", d.Path, sb.DataSize, p.UsedSectors)
 		}
 		if lv == superblock.LevelRAID0 {
 			raid0Sectors += sb.DataSize &^ (chunk*2 - 1)
@@ -782,7 +782,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			bits := (bmSync + uint64(bmChunk)/512 - 1) / (uint64(bmChunk) / 512)
 			towrite := (uint64(len(hdr)) + (bits+7)/8 + 4095) &^ 4095
 			if towrite > uint64(bmSpace)*512 {
-				return nil, refuseCreate(a, "bitmap", "the bitmap (%d bytes) does not fit its area (%d bytes)", towrite, uint64(bmSpace)*512)
+				return nil, refuseCreate(a, CheckBitmap, "the bitmap (%d bytes) does not fit its area (%d bytes)", towrite, uint64(bmSpace)*512)
 			}
 			benc := bytes.Repeat([]byte{0xff}, int(towrite))
 			copy(benc, hdr)

@@ -251,7 +251,9 @@ type snapshot struct {
 	// empty when the array has none.
 	lastAction sysfs.SyncAction
 	members    []memberSnap
-	errs       []string
+	// errs are the array's facts that could not be read (*readError)
+	// and the members' attributes that did not parse.
+	errs []error
 	// kernelNums is what GET_DISK_INFO said; nil when not asked (status)
 	// or when the ioctl failed (see devnumbers.go).
 	kernelNums *kernelNumbers
@@ -269,7 +271,9 @@ type memberSnap struct {
 	left bool
 	sb   *superblock.Superblock
 	// badSysfs lists the member's attributes that did not parse.
-	badSysfs []string
+	badSysfs []error
+	// errs is what could not be read for the member (Member.Err).
+	errs []error
 	// slotFromLink: the slot could not be read and Slot comes from the
 	// array's rdN link to the member.
 	slotFromLink bool
@@ -282,7 +286,7 @@ type memberSnap struct {
 // level does not have.
 func (s *snapshot) note(what string, err error) {
 	if err != nil {
-		s.errs = append(s.errs, fmt.Sprintf("%s: %v", what, err))
+		s.errs = append(s.errs, &readError{what, err})
 	}
 }
 
@@ -434,7 +438,7 @@ type sbResult struct {
 // startSuperblocks starts reading the superblocks of the members named
 // (kernel names) all at once, each with the read deadline (readGate), and
 // returns the function that waits for them: a member whose disk does not
-// answer is reported as such (errNoAnswer in its Error) and delays the
+// answer is reported as such (ErrNoAnswer in its Error) and delays the
 // report by the deadline at most, however many members stall.
 func (m *Manager) startSuperblocks(names []string, mv sysfs.MetadataVersion) func() []sbResult {
 	res := make([]sbResult, len(names))
@@ -459,7 +463,8 @@ func (m *Manager) addSuperblocks(s *snapshot, res []sbResult) {
 	for i := range s.members {
 		ms, r := &s.members[i], res[i]
 		if r.err != nil {
-			ms.Error = strings.TrimPrefix(ms.Error+"; superblock: "+r.err.Error(), "; ")
+			ms.errs = append(ms.errs, &readError{"superblock", r.err})
+			ms.setErr()
 		}
 		if r.sb == nil {
 			continue
@@ -488,18 +493,17 @@ func (m *Manager) addSuperblocks(s *snapshot, res []sbResult) {
 // where the member is rather than a missing slot and a spare.
 func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, slotLink func(dir string) (int, bool)) (ms memberSnap) {
 	ms = memberSnap{Member: Member{Device: mem.Name(), Slot: -1, Flags: sysfs.MemberState{}}}
-	var errs []string
 	note := func(what string, err error) {
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", what, err))
+			ms.errs = append(ms.errs, &readError{what, err})
 			if errors.Is(err, sysfs.ErrFormat) {
 				// A value the kernel would not write: the array's
 				// state cannot be trusted either.
-				ms.badSysfs = append(ms.badSysfs, fmt.Sprintf("%s/%s: %v", mem.Dir(), what, err))
+				ms.badSysfs = append(ms.badSysfs, &readError{mem.Dir() + "/" + what, err})
 			}
 		}
 	}
-	defer func() { ms.Error = strings.Join(errs, "; ") }()
+	defer ms.setErr()
 
 	st, err := mem.State()
 	if memberLeft(mem, err) {
@@ -613,7 +617,7 @@ func memberLeft(mem sysfs.Member, err error) bool {
 
 // readSuperblock reads the superblock of the version the kernel reports
 // from the member's device node, waiting at most the read deadline (the
-// error then matches errNoAnswer). A superblock with a bad checksum is
+// error then matches ErrNoAnswer). A superblock with a bad checksum is
 // returned together with the error.
 func (m *Manager) readSuperblock(kname string, mv sysfs.MetadataVersion) (*superblock.Superblock, error) {
 	v, err := superblock.ParseVersion(fmt.Sprintf("%d.%d", mv.Major, mv.Minor))
@@ -654,4 +658,70 @@ func (m *Manager) readSuperblockNow(kname string, v superblock.Version) (*superb
 		return ce.Superblock, err
 	}
 	return sb, err
+}
+
+// readError is a fact that could not be read: what (an attribute, a
+// member's attribute as "dev-vdb/state", "superblock", "array") and the
+// cause, which errors.Is and errors.As see through (fs.ErrNotExist,
+// fs.ErrPermission, sysfs.ErrFormat, a superblock sentinel, ErrNoAnswer).
+type readError struct {
+	what string
+	err  error
+}
+
+func (e *readError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// problem is a finding with its own words that matches a sentinel
+// (ErrUnknownValue, superblock.ErrOutOfRange).
+type problem struct {
+	text string
+	is   error
+}
+
+func (e *problem) Error() string { return e.text }
+func (e *problem) Unwrap() error { return e.is }
+
+// problems is several errors as one: the texts joined by "; " (as the
+// JSON form has always shown them), each matched by errors.Is and
+// errors.As.
+type problems []error
+
+func (e problems) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+func (e problems) Unwrap() []error { return e }
+
+// setErr sets the member's Err and Error from errs.
+func (ms *memberSnap) setErr() {
+	ms.Err, ms.Error = nil, ""
+	switch len(ms.errs) {
+	case 0:
+	case 1:
+		ms.Err = ms.errs[0]
+	default:
+		ms.Err = problems(slices.Clone(ms.errs))
+	}
+	if ms.Err != nil {
+		ms.Error = ms.Err.Error()
+	}
+}
+
+// errorTexts is the text of each error, for the JSON form.
+func errorTexts(errs []error) []string {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]string, len(errs))
+	for i, err := range errs {
+		out[i] = err.Error()
+	}
+	return out
 }

@@ -21,7 +21,11 @@
 // [Manager.Status] one array.
 //
 // A problem with one array or member is recorded inside its entry
-// (Array.Errors, Member.Error); the rest of the report is still filled in.
+// (Array.Errors, Member.Error), as text and as an error value beside it
+// (Array.Errs, Member.Err) that errors.Is matches against its cause
+// (fs.ErrNotExist, fs.ErrPermission, sysfs.ErrFormat, [ErrUnknownValue],
+// [ErrNoAnswer], a superblock sentinel); the rest of the report is still
+// filled in.
 // When an array's state could not be read at all, [Array.Readable] says
 // so. The JSON form of [Report] is a stable schema ([SchemaVersion]),
 // documented in STATUS-JSON.md at the module root.
@@ -202,7 +206,9 @@
 // An operation either goes ahead or is refused. A refusal wrote nothing
 // and changed nothing: it matches [ErrRefused], and is a [*RefusedError]
 // whose fields say which operation (Op: replace, fail, remove, run,
-// heal), on which array and member, which planner check failed, and why,
+// heal, check, create, …), on which array and member, which check failed
+// (a [Check], one of the constants listed with that type, for replace,
+// check and create), and why,
 // and which unwraps to the specific cause, so that errors.Is(err,
 // ErrNoEmptySlot), errors.Is(err, ErrNoArray), errors.Is(err, unix.EBUSY)
 // or errors.As(err, &notBlank) (a [*NotBlankError], matching ErrNotBlank)

@@ -29,9 +29,9 @@ type RefusedError struct {
 	// Member is the member the caller named (fail, remove, replace), if
 	// any.
 	Member string
-	// Check is the replace planner's check that failed (a PlanCheck's
-	// Name); empty for other operations.
-	Check string
+	// Check is the check that failed, for a refusal of replace (a
+	// PlanCheck's Name), check or create; empty for other operations.
+	Check Check
 	// Reason is the planner's explanation. When it is empty the message
 	// is Err's, which then says what was refused and why.
 	Reason string
@@ -75,3 +75,10 @@ func refuseLookup(op, array, member string, err error) error {
 	}
 	return err
 }
+
+// ErrUnknownValue is matched by a problem in a Report (Array.Errs) that is
+// a value this package does not know: an array_state, level,
+// metadata_version, sync_action or member flag word a newer kernel may
+// write, or a raid_disks beyond what the metadata can hold. The report
+// then says nothing it cannot stand behind (Array.Readable is false).
+var ErrUnknownValue = errors.New("md: unknown value")

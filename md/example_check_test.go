@@ -25,7 +25,7 @@ func ExampleManager_Check() {
 		log.Fatal(err)
 	}
 	plan := func() {
-		res, err := m.Check(context.Background(), md.CheckRequest{All: true, DryRun: true})
+		res, err := m.PlanCheck(context.Background(), md.CheckRequest{All: true})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strconv"
 
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/mdtest"
@@ -117,7 +118,7 @@ func ExampleManager_PlanReplace() {
 	//   verify
 }
 
-// One heal pass in dry-run mode over an array recorded while healthy:
+// Heal passes in dry-run mode (PlanHeal) over an array recorded while healthy:
 // the record (kept in a store; md/store.File on a node) names the port
 // of each slot, and heal looks there for a disk to rebuild onto. It
 // writes nothing and says what it would do for each slot, and why.
@@ -138,7 +139,8 @@ func ExampleManager_Heal() {
 	}
 
 	pass := func() {
-		decisions, err := m.Heal(ctx, md.HealOptions{Store: records, DryRun: true})
+		// AllowImageFile: md/mdtest's disks are image files.
+		decisions, err := m.PlanHeal(ctx, md.HealOptions{Store: records, AllowImageFile: true})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -149,10 +151,20 @@ func ExampleManager_Heal() {
 	pass()
 	// The kernel fails vdb, which stays in its port: heal offers the disk
 	// it finds there to the replace planner, which refuses it (a disk
-	// that is no blank block device is never written to).
+	// that is no blank disk is never written to).
 	sys.Fail("vdb")
+	pass()
+	// vdb is swapped offline for a blank disk of its size in the same
+	// port: heal would rebuild slot 1 onto it.
+	sectors, err := strconv.ParseInt(sys.Get("md/dev-vdb/block/size"), 10, 64)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sys.Pull("vdb")
+	sys.AddDisk("vdz", "pci-0000:00:11.0", sectors*512)
 	pass()
 	// Output:
 	// md0 slot -1   skipped false
 	// md0 slot 1 pci-0000:00:11.0 vdb refused true
+	// md0 slot 1 pci-0000:00:11.0 vdz would-heal false
 }

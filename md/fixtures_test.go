@@ -201,7 +201,7 @@ func writeImage(t testing.TB, path string, off int64, b []byte) {
 }
 
 // checkStatus returns the status of the named check, or "" if absent.
-func checkStatus(p *Plan, name string) CheckStatus {
+func checkStatus(p *Plan, name Check) CheckStatus {
 	for _, ck := range p.Checks {
 		if ck.Name == name {
 			return ck.Status

@@ -113,8 +113,13 @@ type HealOptions struct {
 	// Array limits the pass to one array, named as in the package documentation ("Naming arrays"); an
 	// ambiguous name is refused. Empty for every array.
 	Array string
-	// DryRun plans but writes nothing (OutcomeWouldHeal).
+	// DryRun plans but writes nothing (OutcomeWouldHeal); see PlanHeal.
 	DryRun bool
+	// AllowImageFile accepts a regular file found in a recorded port as
+	// the disk to fill a slot from or re-add, as ReplaceRequest's does.
+	// It exists for tests on md/mdtest, whose disks are image files;
+	// mdctl never sets it.
+	AllowImageFile bool
 	// Logger receives every decision with its reason; default none.
 	Logger *slog.Logger
 
@@ -212,7 +217,7 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 	if opts.ReAdd && opts.Store == nil {
 		return nil, errors.New("md: heal with ReAdd needs a Store, to remember each re-add across restarts")
 	}
-	cfg := healConfig{dryRun: opts.DryRun, logger: opts.Logger, reAdd: opts.ReAdd, store: opts.Store, records: rs}
+	cfg := healConfig{dryRun: opts.DryRun, allowImage: opts.AllowImageFile, logger: opts.Logger, reAdd: opts.ReAdd, store: opts.Store, records: rs}
 	if h := opts.History; h != nil {
 		if h.failed == nil {
 			h.failed = map[healAttempt]failedAttempt{}
@@ -224,9 +229,10 @@ func (m *Manager) Heal(ctx context.Context, opts HealOptions) ([]Decision, error
 
 // healConfig is what one heal pass needs besides the snapshot.
 type healConfig struct {
-	dryRun bool
-	logger *slog.Logger
-	filler slotFiller // nil: the replace planner and executor
+	dryRun     bool
+	allowImage bool // HealOptions.AllowImageFile
+	logger     *slog.Logger
+	filler     slotFiller // nil: the replace planner and executor
 	// failed remembers the attempts that failed, across the passes of
 	// one watch; nil remembers nothing (a single pass).
 	failed map[healAttempt]failedAttempt
@@ -345,7 +351,7 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 		delete(cfg.failed, at)
 	}
 	if !cfg.reAdd || !m.fillReAdd(ctx, cfg, r, d) {
-		m.fill(ctx, cfg.filler, d, cfg.dryRun)
+		m.fill(ctx, cfg, d)
 	}
 	if !known || cfg.failed == nil || d.Outcome != OutcomeFailed ||
 		errors.Is(d.Err, errLocked) || errors.Is(d.Err, ErrPlanChanged) || errors.Is(d.Err, errMapLocked) {
@@ -358,11 +364,12 @@ func (m *Manager) fillOnce(ctx context.Context, cfg healConfig, r *Report, d *De
 // fill asks the replace planner whether the disk may fill the slot and,
 // unless dryRun, has the executor do it. The by-path identity of the disk
 // is part of the request, so the executor's final plan checks it again.
-func (m *Manager) fill(ctx context.Context, f slotFiller, d *Decision, dryRun bool) {
+func (m *Manager) fill(ctx context.Context, cfg healConfig, d *Decision) {
+	f, dryRun := cfg.filler, cfg.dryRun
 	if f == nil {
 		f = replaceFiller{m}
 	}
-	req := ReplaceRequest{Array: d.Array, With: d.Disk, Slot: &d.Slot, Member: d.old, ByPath: d.ByPath}
+	req := ReplaceRequest{Array: d.Array, With: d.Disk, Slot: &d.Slot, Member: d.old, ByPath: d.ByPath, AllowImageFile: cfg.allowImage}
 	p, err := f.planFill(ctx, req)
 	if err != nil {
 		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()

@@ -149,7 +149,7 @@ func (m *Manager) fillReAdd(ctx context.Context, cfg healConfig, r *Report, d *D
 		}
 		return false
 	}
-	p, err := f.planReAdd(ctx, ReAddRequest{Array: d.Array, Device: d.Disk, Records: cfg.records})
+	p, err := f.planReAdd(ctx, ReAddRequest{Array: d.Array, Device: d.Disk, Records: cfg.records, AllowImageFile: cfg.allowImage})
 	switch {
 	case errors.Is(err, ErrNotMember) || errors.Is(err, ErrMismatch):
 		return false
@@ -179,7 +179,7 @@ func (m *Manager) fillReAdd(ctx context.Context, cfg healConfig, r *Report, d *D
 		d.Outcome, d.Reason = OutcomeWouldHeal, fmt.Sprintf("dry run: %s, a former member (events %d, the array's %d), would be re-added into slot %d", d.Disk, p.Events, p.ArrayEvents, d.Slot)
 		return true
 	}
-	res, err := f.reAdd(ctx, ReAddRequest{Array: d.Array, Device: d.Disk, Records: cfg.records})
+	res, err := f.reAdd(ctx, ReAddRequest{Array: d.Array, Device: d.Disk, Records: cfg.records, AllowImageFile: cfg.allowImage})
 	if err != nil {
 		d.Outcome, d.Err, d.Reason = OutcomeFailed, err, err.Error()
 		if errors.Is(err, ErrRefused) {

@@ -219,7 +219,7 @@ func TestHealPass(t *testing.T) {
 		{name: "disk in the port: healed", port: "0000:00:11.0", want: OutcomeHealed, planned: true, done: true},
 		{name: "dry run: planned only", port: "0000:00:11.0", dryRun: true, want: OutcomeWouldHeal, planned: true},
 		{name: "planner refuses (not blank)", port: "0000:00:11.0",
-			filler: fakeFiller{refuse: &RefusedError{Op: "replace", Array: "md0", Check: "blank", Reason: "vdc holds ext4", Err: ErrNotBlank}},
+			filler: fakeFiller{refuse: &RefusedError{Op: "replace", Array: "md0", Check: CheckBlankDevice, Reason: "vdc holds ext4", Err: ErrNotBlank}},
 			want:   OutcomeRefused, planned: true, err: ErrNotBlank},
 		{name: "executor fails", port: "0000:00:11.0", filler: fakeFiller{failing: errors.New("EBUSY")},
 			want: OutcomeFailed, planned: true},

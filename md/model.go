@@ -22,6 +22,10 @@ type Report struct {
 	// (mdctl status NAME...) when a named array was not found (one line
 	// per name; the arrays that were found are in Arrays).
 	Error string `json:"error,omitempty"`
+	// Err is Error as an error value (errors.Is matches ErrNoArray,
+	// ErrAmbiguous, fs.ErrPermission, …), nil when Error is empty; not in
+	// the JSON form.
+	Err error `json:"-"`
 }
 
 // SchemaVersion is the current value of Report.Version.
@@ -117,6 +121,13 @@ type Array struct {
 	// Errors lists what could not be read for this array; the rest of
 	// the entry is still filled in as far as possible.
 	Errors []string `json:"errors,omitempty"`
+	// Errs are Errors as error values, one for one (Errs[i].Error() is
+	// Errors[i]), for errors.Is and errors.As: an attribute that could not
+	// be read matches its cause (fs.ErrNotExist, fs.ErrPermission,
+	// unix.ENODEV, …), one that did not parse sysfs.ErrFormat, a word
+	// this package does not know ErrUnknownValue. Not in the JSON form: a
+	// decoded Report has Errors only.
+	Errs []error `json:"-"`
 }
 
 // Counts are the device counts that mdadm --detail prints.
@@ -211,6 +222,12 @@ type Member struct {
 	Stale bool `json:"stale,omitempty"`
 	// Error says what could not be read for this member.
 	Error string `json:"error,omitempty"`
+	// Err is Error as an error value, nil when Error is empty: several
+	// problems are one error whose Unwrap lists them; each matches its
+	// cause (fs.ErrNotExist, fs.ErrPermission, ErrNoAnswer for a disk that
+	// did not answer in time, superblock.ErrChecksum, …). Not in the
+	// JSON form.
+	Err error `json:"-"`
 }
 
 // Activity is the sync thread's work and progress.

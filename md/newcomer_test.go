@@ -6,9 +6,13 @@ package md_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	qt "github.com/frankban/quicktest"
@@ -113,6 +117,10 @@ func TestDryRunNotBlank(t *testing.T) {
 	_, err = m.PlanReplace(context.Background(), md.ReplaceRequest{Array: sys.Array(), With: disk, AllowImageFile: true})
 	c.Assert(err, qt.ErrorIs, md.ErrRefused)
 	c.Assert(err, qt.ErrorIs, md.ErrNotBlank)
+	// The condition, without reading the message: which check refused.
+	var re *md.RefusedError
+	c.Assert(errors.As(err, &re), qt.IsTrue)
+	c.Check(re.Check, qt.Equals, md.CheckBlankDevice)
 	after, err := os.ReadFile(disk)
 	c.Assert(err, qt.IsNil)
 	c.Check(bytes.Equal(before, after), qt.IsTrue)
@@ -132,4 +140,53 @@ func TestOpenCaptureWithoutDevRoot(t *testing.T) {
 	c.Assert(err, qt.ErrorIs, md.ErrConfig)
 	_, err = md.Open(sys.Config())
 	c.Assert(err, qt.IsNil)
+}
+
+// TestReportErrorsAreTyped: the problems in a Report are error values a
+// controller matches with errors.Is (issue 35), one for one with the
+// texts of the JSON form: an attribute that cannot be read matches its
+// cause, a word no kernel of ours writes matches ErrUnknownValue, a
+// member whose disk is gone matches fs.ErrNotExist.
+func TestReportErrorsAreTyped(t *testing.T) {
+	c := qt.New(t)
+	sys := mdtest.Capture(t, "raid1-v1.2")
+	m, err := md.Open(sys.Config())
+	c.Assert(err, qt.IsNil)
+	a, err := m.Status(context.Background(), sys.Array())
+	c.Assert(err, qt.IsNil)
+	c.Assert(a.Errs, qt.HasLen, 0)
+	c.Assert(a.Errors, qt.HasLen, 0)
+	member := a.Slots[0].Member
+	c.Assert(member, qt.IsNotNil)
+	c.Assert(member.Err, qt.IsNil)
+
+	sys.Unreadable("md/sync_action")
+	sys.Set("md/array_state", "frobnicated")
+	c.Assert(os.Remove(filepath.Join(sys.DevRoot(), member.Device)), qt.IsNil)
+	a, err = m.Status(context.Background(), sys.Array())
+	c.Assert(err, qt.IsNil)
+	c.Assert(a.Errs, qt.HasLen, len(a.Errors))
+	for i, e := range a.Errs {
+		c.Check(e.Error(), qt.Equals, a.Errors[i])
+	}
+	c.Check(errors.Is(errors.Join(a.Errs...), syscall.EISDIR), qt.IsTrue, qt.Commentf("%q", a.Errors))
+	c.Check(errors.Is(errors.Join(a.Errs...), md.ErrUnknownValue), qt.IsTrue, qt.Commentf("%q", a.Errors))
+	c.Check(a.Readable(), qt.IsFalse)
+	var got *md.Member
+	for _, s := range a.Slots {
+		if s.Member != nil && s.Member.Device == member.Device {
+			got = s.Member
+		}
+	}
+	c.Assert(got, qt.IsNotNil)
+	c.Check(got.Err, qt.ErrorIs, fs.ErrNotExist)
+	c.Check(got.Err.Error(), qt.Equals, got.Error)
+
+	// The JSON form is the texts, as before.
+	b, err := json.Marshal(a)
+	c.Assert(err, qt.IsNil)
+	var back md.Array
+	c.Assert(json.Unmarshal(b, &back), qt.IsNil)
+	c.Check(back.Errors, qt.DeepEquals, a.Errors)
+	c.Check(back.Errs, qt.IsNil)
 }

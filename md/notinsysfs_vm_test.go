@@ -80,7 +80,7 @@ func TestVMReplaceCandidateNotInSysfs(t *testing.T) {
 	var blank *PlanCheck
 	for i := range p.Checks {
 		t.Logf("[%s] %s: %s", p.Checks[i].Status, p.Checks[i].Name, p.Checks[i].Reason)
-		if p.Checks[i].Name == checkBlank {
+		if p.Checks[i].Name == CheckBlankDevice {
 			blank = &p.Checks[i]
 		}
 	}

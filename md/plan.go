@@ -90,7 +90,7 @@ const (
 
 // PlanCheck is one thing the planner verified, with its reason.
 type PlanCheck struct {
-	Name   string      `json:"name"`
+	Name   Check       `json:"name"`
 	Status CheckStatus `json:"status"`
 	Reason string      `json:"reason"`
 }
@@ -235,7 +235,7 @@ type Candidate struct {
 	Mounts []string `json:"mounts,omitempty"`
 	// ExclusiveBusy is set when an O_EXCL open failed with EBUSY.
 	ExclusiveBusy bool `json:"exclusive_busy,omitempty"`
-	// Findings are what CheckBlank's scan recognised, md superblocks
+	// Findings are what CheckBlankDevice's scan recognised, md superblocks
 	// first.
 	Findings []*NotBlankError `json:"findings,omitempty"`
 	// Serial is the disk's serial number, where sysfs shows one.
@@ -306,39 +306,21 @@ type planner struct {
 	first error
 }
 
-func (pl *planner) pass(name, format string, args ...any) {
+func (pl *planner) pass(name Check, format string, args ...any) {
 	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusPass, Reason: fmt.Sprintf(format, args...)})
 }
 
-func (pl *planner) skip(name, reason string) {
+func (pl *planner) skip(name Check, reason string) {
 	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusSkip, Reason: reason})
 }
 
-func (pl *planner) fail(name string, err error, format string, args ...any) {
+func (pl *planner) fail(name Check, err error, format string, args ...any) {
 	reason := fmt.Sprintf(format, args...)
 	pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: name, Status: StatusFail, Reason: reason})
 	if pl.first == nil {
 		pl.first = &RefusedError{Op: "replace", Array: pl.p.Array, Check: name, Reason: reason, Err: err}
 	}
 }
-
-// Check names.
-const (
-	checkArray     = "array kind"
-	checkRunning   = "array running"
-	checkIdle      = "one change at a time"
-	checkMember    = "old member"
-	checkSlot      = "target slot"
-	checkBlockDev  = "candidate is a block device"
-	checkNotMember = "candidate is no array member"
-	checkNotInUse  = "candidate is not in use"
-	checkBlank     = "candidate is blank"
-	checkSize      = "candidate is big enough"
-	checkSource    = "superblock to clone"
-	checkBlockSize = "candidate's logical block size"
-	checkResume    = "interrupted run's writes"
-	checkPort      = "candidate is in the expected port"
-)
 
 // planReplace is the replace decision. It turns the facts about the array
 // and the candidate into a plan, or into a *RefusedError for the first
@@ -367,32 +349,32 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	clustered := clusteredReason(f)
 	switch {
 	case unreadFacts(s, "level", "metadata_version") != "":
-		pl.skip(checkArray, "could not read "+unreadFacts(s, "level", "metadata_version"))
+		pl.skip(CheckArrayKind, "could not read "+unreadFacts(s, "level", "metadata_version"))
 	case s.metadata.Kind != sysfs.MetadataNative:
-		pl.fail(checkArray, errUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
+		pl.fail(CheckArrayKind, errUnsupportedArray, "metadata %q is not native md metadata: an external metadata array (IMSM, DDF) takes new members through its container and metadata handler (mdmon), not by writing an md superblock", s.metadata.Raw)
 	case clustered != "":
-		pl.fail(checkArray, errUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
+		pl.fail(CheckArrayKind, errUnsupportedArray, "the array is clustered (%s): md-cluster coordinates its members across nodes, and a member added on one node alone would corrupt it", clustered)
 	case f.bitmap != nil && f.bitmap.Version == superblock.BitmapMajorLockless:
-		pl.fail(checkArray, errUnsupportedArray, "the array has a lockless bitmap (llbitmap, bitmap version %d, Linux 6.18+): its layout differs from the classic bitmap's, so a new member's bitmap cannot be made from it", superblock.BitmapMajorLockless)
+		pl.fail(CheckArrayKind, errUnsupportedArray, "the array has a lockless bitmap (llbitmap, bitmap version %d, Linux 6.18+): its layout differs from the classic bitmap's, so a new member's bitmap cannot be made from it", superblock.BitmapMajorLockless)
 	case !lvl.Redundant():
-		pl.fail(checkArray, errUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
+		pl.fail(CheckArrayKind, errUnsupportedArray, "level %q has no redundancy to rebuild from", a.Level)
 	default:
-		pl.pass(checkArray, "%s with %s metadata", a.Level, s.metadata.Raw)
+		pl.pass(CheckArrayKind, "%s with %s metadata", a.Level, s.metadata.Raw)
 	}
 	switch {
 	case unreadFacts(s, "array_state", "degraded") != "":
-		pl.skip(checkRunning, "could not read "+unreadFacts(s, "array_state", "degraded"))
+		pl.skip(CheckArrayRunning, "could not read "+unreadFacts(s, "array_state", "degraded"))
 	case a.Availability == Unknown:
 		// A word no kernel writes can hide a failed array.
-		pl.fail(checkRunning, errUnknownFact, "array is in an unknown state (%q)", a.State)
+		pl.fail(CheckArrayRunning, errUnknownFact, "array is in an unknown state (%q)", a.State)
 	case a.Availability == Inactive:
-		pl.fail(checkRunning, errArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
+		pl.fail(CheckArrayRunning, errArrayInactive, "array is %s (state %q); start it first (mdctl run)", a.Availability, a.State)
 	case a.Availability == Failed:
-		pl.fail(checkRunning, errArrayFailed, "array has failed (state %q): too few in-sync members to rebuild from", a.State)
+		pl.fail(CheckArrayRunning, errArrayFailed, "array has failed (state %q): too few in-sync members to rebuild from", a.State)
 	case s.state == sysfs.StateReadonly:
-		pl.fail(checkRunning, errArrayReadOnly, "array is read-only")
+		pl.fail(CheckArrayRunning, errArrayReadOnly, "array is read-only")
 	default:
-		pl.pass(checkRunning, "array is %s (state %q)", a.Availability, a.State)
+		pl.pass(CheckArrayRunning, "array is %s (state %q)", a.Availability, a.State)
 	}
 
 	// Who is the candidate to this array: a fresh disk, or one an
@@ -462,13 +444,13 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 		idleUnknown = "sync_action: no value"
 	}
 	if busy != "" {
-		pl.fail(checkIdle, errArrayBusy, "%s%s", busy, advice)
+		pl.fail(CheckOneChange, errArrayBusy, "%s%s", busy, advice)
 	} else if idleUnknown != "" {
-		pl.skip(checkIdle, "could not read "+idleUnknown)
+		pl.skip(CheckOneChange, "could not read "+idleUnknown)
 	} else if p.adopted != nil {
-		pl.pass(checkIdle, "recovery was left frozen by an interrupted replace (process %d, %s); this replace keeps it frozen and unfreezes it", p.adopted.PID, p.adopted.Time.Format(time.RFC3339))
+		pl.pass(CheckOneChange, "recovery was left frozen by an interrupted replace (process %d, %s); this replace keeps it frozen and unfreezes it", p.adopted.PID, p.adopted.Time.Format(time.RFC3339))
 	} else {
-		pl.pass(checkIdle, "sync_action %q, no rebuild or replacement running", s.action)
+		pl.pass(CheckOneChange, "sync_action %q, no rebuild or replacement running", s.action)
 	}
 
 	// The old member.
@@ -482,29 +464,29 @@ func planReplace(f arrayFacts, c *Candidate, req ReplaceRequest, devUUID uuid.UU
 	}
 	switch {
 	case req.Hot && f.member == "":
-		pl.fail(checkMember, errMemberInvalid, "a hot replace needs the member to replace (--member)")
+		pl.fail(CheckOldMember, errMemberInvalid, "a hot replace needs the member to replace (--member)")
 	case f.member == "":
-		pl.pass(checkMember, "none named")
+		pl.pass(CheckOldMember, "none named")
 	case old == nil && !req.Hot && (p.Resume != ResumeNone || oursOnDisk(f, c) ||
 		p.adopted != nil && p.adopted.Removed == f.member):
-		pl.pass(checkMember, "%s is no longer bound: removed by the interrupted run", f.member)
+		pl.pass(CheckOldMember, "%s is no longer bound: removed by the interrupted run", f.member)
 	case old == nil:
-		pl.fail(checkMember, errMemberInvalid, "%s is not a member of %s", f.member, s.name)
+		pl.fail(CheckOldMember, errMemberInvalid, "%s is not a member of %s", f.member, s.name)
 	case req.Hot && (!old.state.Has(sysfs.FlagInSync) || old.state.Failed() || old.Slot < 0):
-		pl.fail(checkMember, errMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
+		pl.fail(CheckOldMember, errMemberInvalid, "%s is %s, not an in-sync member; a hot replace copies from a live member", old.Device, old.state)
 	case req.Hot:
 		p.Replace = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
-		pl.pass(checkMember, "%s is in sync in slot %d", old.Device, old.Slot)
+		pl.pass(CheckOldMember, "%s is in sync in slot %d", old.Device, old.Slot)
 	case !old.state.Failed():
-		pl.fail(checkMember, errMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
+		pl.fail(CheckOldMember, errMemberInvalid, "%s is %s, not faulty; fail it first, or use a hot replace", old.Device, old.state)
 	default:
 		p.Remove = &PlanMember{Device: old.Device, DevNum: devNumText(old.DevNum), Slot: old.Slot}
-		pl.pass(checkMember, "%s is faulty and will be removed", old.Device)
+		pl.pass(CheckOldMember, "%s is faulty and will be removed", old.Device)
 	}
 
 	// The target slot.
 	if why := unreadFacts(s, "raid_disks", "members"); why != "" {
-		pl.skip(checkSlot, "could not read "+why)
+		pl.skip(CheckTargetSlot, "could not read "+why)
 	} else {
 		planSlot(pl, a, req, old)
 	}
@@ -565,9 +547,9 @@ func rebuilding(a Array) bool {
 func unreadFacts(s *snapshot, attrs ...string) string {
 	var out []string
 	for _, e := range s.errs {
-		what, _, _ := strings.Cut(e, ": ")
-		if what == "array" || slices.Contains(attrs, what) {
-			out = append(out, e)
+		var re *readError
+		if errors.As(e, &re) && (re.what == "array" || slices.Contains(attrs, re.what)) {
+			out = append(out, e.Error())
 		}
 	}
 	return strings.Join(out, "; ")
@@ -593,26 +575,26 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 	p := pl.p
 	if p.Resume == ResumePinned {
 		if req.Slot != nil && *req.Slot != p.pinned {
-			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but the interrupted run pinned %s to slot %d", *req.Slot, p.Candidate.Device, p.pinned)
+			pl.fail(CheckTargetSlot, errSlotInvalid, "slot %d was named, but the interrupted run pinned %s to slot %d", *req.Slot, p.Candidate.Device, p.pinned)
 			return
 		}
 		p.Slot = p.pinned
-		pl.pass(checkSlot, "slot %d, pinned by the interrupted run", p.Slot)
+		pl.pass(CheckTargetSlot, "slot %d, pinned by the interrupted run", p.Slot)
 		return
 	}
 	if a.RaidDisks == 0 {
-		pl.skip(checkSlot, "the array has no slots to look at")
+		pl.skip(CheckTargetSlot, "the array has no slots to look at")
 		return
 	}
 	if req.Hot {
 		switch {
 		case old == nil || old.Slot < 0:
-			pl.skip(checkSlot, "no in-sync member to replace")
+			pl.skip(CheckTargetSlot, "no in-sync member to replace")
 		case req.Slot != nil && *req.Slot != old.Slot:
-			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", *req.Slot, old.Device, old.Slot)
+			pl.fail(CheckTargetSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", *req.Slot, old.Device, old.Slot)
 		default:
 			p.Slot = old.Slot
-			pl.pass(checkSlot, "slot %d, held by %s until the copy completes", p.Slot, old.Device)
+			pl.pass(CheckTargetSlot, "slot %d, held by %s until the copy completes", p.Slot, old.Device)
 		}
 		return
 	}
@@ -626,28 +608,28 @@ func planSlot(pl *planner, a Array, req ReplaceRequest, old *memberSnap) {
 		n := *req.Slot
 		switch {
 		case n < 0 || n >= a.RaidDisks:
-			pl.fail(checkSlot, errSlotInvalid, "slot %d is out of range: the array has slots 0 to %d", n, a.RaidDisks-1)
+			pl.fail(CheckTargetSlot, errSlotInvalid, "slot %d is out of range: the array has slots 0 to %d", n, a.RaidDisks-1)
 		case a.Slots[n].State != SlotMissing && a.Slots[n].State != SlotFaulty:
-			pl.fail(checkSlot, errSlotInvalid, "slot %d is %s (%s), not empty or faulty", n, a.Slots[n].State, a.Slots[n].Member.Device)
+			pl.fail(CheckTargetSlot, errSlotInvalid, "slot %d is %s (%s), not empty or faulty", n, a.Slots[n].State, a.Slots[n].Member.Device)
 		case old != nil && old.Slot >= 0 && old.Slot != n:
-			pl.fail(checkSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", n, old.Device, old.Slot)
+			pl.fail(CheckTargetSlot, errSlotInvalid, "slot %d was named, but %s holds slot %d", n, old.Device, old.Slot)
 		default:
 			p.Slot = n
-			pl.pass(checkSlot, "slot %d (named) is %s", n, a.Slots[n].State)
+			pl.pass(CheckTargetSlot, "slot %d (named) is %s", n, a.Slots[n].State)
 		}
 		return
 	}
 	switch {
 	case old != nil && old.Slot >= 0:
 		p.Slot = old.Slot
-		pl.pass(checkSlot, "slot %d, held by the faulty %s", p.Slot, old.Device)
+		pl.pass(CheckTargetSlot, "slot %d, held by the faulty %s", p.Slot, old.Device)
 	case len(empty) == 0:
-		pl.fail(checkSlot, ErrNoEmptySlot, "all %d slots hold healthy members; the disk would only become a spare", a.RaidDisks)
+		pl.fail(CheckTargetSlot, ErrNoEmptySlot, "all %d slots hold healthy members; the disk would only become a spare", a.RaidDisks)
 	case len(empty) > 1:
-		pl.fail(checkSlot, errSlotAmbiguous, "slots %s are empty; name one with --slot", joinInts(empty))
+		pl.fail(CheckTargetSlot, errSlotAmbiguous, "slots %s are empty; name one with --slot", joinInts(empty))
 	default:
 		p.Slot = empty[0]
-		pl.pass(checkSlot, "slot %d is the only empty slot", p.Slot)
+		pl.pass(CheckTargetSlot, "slot %d is the only empty slot", p.Slot)
 	}
 }
 
@@ -667,27 +649,27 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	s := f.s
 	switch {
 	case c.BlockDevice:
-		pl.pass(checkBlockDev, "%s is block device %s (%s)", c.Path, c.Device, c.DevNum)
+		pl.pass(CheckBlockDevice, "%s is block device %s (%s)", c.Path, c.Device, c.DevNum)
 	case c.Image:
-		pl.pass(checkBlockDev, "%s is an image file (allowed for tests)", c.Path)
+		pl.pass(CheckBlockDevice, "%s is an image file (allowed for tests)", c.Path)
 	case c.statErr != nil:
-		pl.fail(checkBlockDev, errNotBlockDevice, "%s: %v", c.Path, c.statErr)
+		pl.fail(CheckBlockDevice, errNotBlockDevice, "%s: %v", c.Path, c.statErr)
 	case c.Error != "":
-		pl.fail(checkBlockDev, errNotBlockDevice, "%s: %s", c.Path, c.Error)
+		pl.fail(CheckBlockDevice, errNotBlockDevice, "%s: %s", c.Path, c.Error)
 	default:
-		pl.fail(checkBlockDev, errNotBlockDevice, "%s is not a block device", c.Path)
+		pl.fail(CheckBlockDevice, errNotBlockDevice, "%s is not a block device", c.Path)
 	}
 	if want := p.req.ByPath; want != "" {
 		// Heal names the port it found the disk in; the executor's final
 		// plan, under the lock, checks it again.
 		if c.ByPath != want {
-			pl.fail(checkPort, errPortChanged, "%s is now at %q, not in %s", c.Path, c.ByPath, want)
+			pl.fail(CheckPort, errPortChanged, "%s is now at %q, not in %s", c.Path, c.ByPath, want)
 		} else {
-			pl.pass(checkPort, "%s is at %s", c.Path, want)
+			pl.pass(CheckPort, "%s is at %s", c.Path, want)
 		}
 	}
 	if !c.BlockDevice && !c.Image {
-		for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize} {
+		for _, name := range []Check{CheckNotMember, CheckNotInUse, CheckBlankDevice, CheckBlockSize} {
 			pl.skip(name, "not a block device")
 		}
 		return
@@ -695,19 +677,19 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	resumeAdded := p.Resume.member()
 	switch {
 	case c.sysfsErr != nil:
-		pl.fail(checkNotMember, errUnknownFact, "cannot tell whether %s belongs to an array: sysfs did not tell (%v)", c.Path, c.sysfsErr)
+		pl.fail(CheckNotMember, errUnknownFact, "cannot tell whether %s belongs to an array: sysfs did not tell (%v)", c.Path, c.sysfsErr)
 	case c.IsArray:
-		pl.fail(checkNotMember, errCandidateMember, "%s is an md array itself", c.Path)
+		pl.fail(CheckNotMember, errCandidateMember, "%s is an md array itself", c.Path)
 	case len(c.StackedOn) > 0:
-		pl.fail(checkNotMember, errCandidateMember, "%s is built on %s", c.Path, strings.Join(c.StackedOn, "; "))
+		pl.fail(CheckNotMember, errCandidateMember, "%s is built on %s", c.Path, strings.Join(c.StackedOn, "; "))
 	case resumeAdded:
-		pl.pass(checkNotMember, "%s is the spare an interrupted run added to %s; it will be resumed", c.Device, s.name)
+		pl.pass(CheckNotMember, "%s is the spare an interrupted run added to %s; it will be resumed", c.Device, s.name)
 	case bound != nil:
-		pl.fail(checkNotMember, errCandidateMember, "%s is already a member of %s (%s)", c.Device, s.name, bound.state)
+		pl.fail(CheckNotMember, errCandidateMember, "%s is already a member of %s (%s)", c.Device, s.name, bound.state)
 	case len(c.MemberOf) > 0:
-		pl.fail(checkNotMember, errCandidateMember, "%s is a member of %s", c.Device, strings.Join(c.MemberOf, ", "))
+		pl.fail(CheckNotMember, errCandidateMember, "%s is a member of %s", c.Device, strings.Join(c.MemberOf, ", "))
 	default:
-		pl.pass(checkNotMember, "not a member of any array")
+		pl.pass(CheckNotMember, "not a member of any array")
 	}
 	resumedBy := ""
 	if resumeAdded {
@@ -716,31 +698,31 @@ func planCandidate(pl *planner, f arrayFacts, c *Candidate, bound *memberSnap) {
 	inUse := c.uses(resumedBy)
 	switch {
 	case len(inUse) > 0:
-		pl.fail(checkNotInUse, errCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
+		pl.fail(CheckNotInUse, errCandidateBusy, "%s is %s", c.Path, strings.Join(inUse, "; "))
 	case c.sysfsErr != nil:
-		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is held or has partitions: sysfs did not tell (%v)", c.Path, c.sysfsErr)
+		pl.fail(CheckNotInUse, errUnknownFact, "cannot tell whether %s is held or has partitions: sysfs did not tell (%v)", c.Path, c.sysfsErr)
 	case c.busyErr != nil:
-		pl.fail(checkNotInUse, errUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
+		pl.fail(CheckNotInUse, errUnknownFact, "cannot tell whether %s is in use: %v", c.Path, c.busyErr)
 	default:
-		pl.pass(checkNotInUse, "not mounted, no holders, not opened exclusively")
+		pl.pass(CheckNotInUse, "not mounted, no holders, not opened exclusively")
 	}
 
 	planBlank(pl, f, c)
 
 	switch {
 	case c.lbsErr != nil || c.LogicalBlockSize <= 0:
-		pl.fail(checkBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", c.Path, c.lbsErr)
+		pl.fail(CheckBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", c.Path, c.lbsErr)
 	case f.lbsErr != nil || f.lbs <= 0:
-		pl.fail(checkBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", s.name, f.lbsErr)
+		pl.fail(CheckBlockSize, errUnknownFact, "cannot tell the logical block size of %s: %v", s.name, f.lbsErr)
 	case c.LogicalBlockSize > f.lbs:
-		pl.fail(checkBlockSize, errCandidateBlockSize, "%s has %d-byte logical blocks, %s %d-byte ones: anything on %s addressed in %d-byte sectors would break",
+		pl.fail(CheckBlockSize, errCandidateBlockSize, "%s has %d-byte logical blocks, %s %d-byte ones: anything on %s addressed in %d-byte sectors would break",
 			c.Path, c.LogicalBlockSize, s.name, f.lbs, s.name, f.lbs)
 	default:
-		pl.pass(checkBlockSize, "%d-byte logical blocks (the array's are %d)", c.LogicalBlockSize, f.lbs)
+		pl.pass(CheckBlockSize, "%d-byte logical blocks (the array's are %d)", c.LogicalBlockSize, f.lbs)
 	}
 }
 
-// planBlank applies the blank rule (CheckBlank) to the candidate. A disk
+// planBlank applies the blank rule (CheckBlankDevice) to the candidate. A disk
 // an interrupted run of this replace wrote passes only when everything
 // outside its superblock area is blank.
 func planBlank(pl *planner, f arrayFacts, c *Candidate) {
@@ -751,7 +733,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		if c.scanErr != nil {
 			why = c.scanErr.Error()
 		}
-		pl.fail(checkBlank, errUnknownFact, "cannot tell whether %s is blank: %s", c.Path, why)
+		pl.fail(CheckBlankDevice, errUnknownFact, "cannot tell whether %s is blank: %s", c.Path, why)
 		return
 	}
 	ours := resumeAdded || oursOnDisk(f, c)
@@ -763,7 +745,7 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 	}
 	if ours && len(other) == 0 {
 		if !c.residueKnown {
-			pl.fail(checkBlank, errUnknownFact, "cannot tell whether %s is blank outside its md superblock area", c.Path)
+			pl.fail(CheckBlankDevice, errUnknownFact, "cannot tell whether %s is blank outside its md superblock area", c.Path)
 			return
 		}
 		other = c.residue
@@ -777,23 +759,23 @@ func planBlank(pl *planner, f arrayFacts, c *Candidate) {
 		if len(other) > 1 {
 			reason += fmt.Sprintf(" (and %d more findings)", len(other)-1)
 		}
-		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: checkBlank, Status: StatusFail, Reason: reason})
+		pl.p.Checks = append(pl.p.Checks, PlanCheck{Name: CheckBlankDevice, Status: StatusFail, Reason: reason})
 		if pl.first == nil {
 			why := notBlankReason(c, reason)
 			if former := formerMemberReason(f, c, p.Array); former != "" {
 				why = former + " " + why
 			}
-			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: checkBlank, Reason: why, Err: other[0]}
+			pl.first = &RefusedError{Op: "replace", Array: p.Array, Check: CheckBlankDevice, Reason: why, Err: other[0]}
 		}
 	case resumeAdded:
-		pl.pass(checkBlank, "carries this array's superblock: added by an interrupted run; the rest of the disk is blank")
+		pl.pass(CheckBlankDevice, "carries this array's superblock: added by an interrupted run; the rest of the disk is blank")
 	case len(c.Findings) > 0:
 		if p.Resume == ResumeNone {
 			p.Resume = ResumeWritten
 		}
-		pl.pass(checkBlank, "carries only the spare superblock an interrupted run of this replace wrote (dev_number %d); the rest of the disk is blank; resuming", c.mdsb[0].DevNumber)
+		pl.pass(CheckBlankDevice, "carries only the spare superblock an interrupted run of this replace wrote (dev_number %d); the rest of the disk is blank; resuming", c.mdsb[0].DevNumber)
 	default:
-		pl.pass(checkBlank, "no md superblock, partition table or known signature; the first and last 4 MiB and 64 sampled blocks are one fill byte")
+		pl.pass(CheckBlankDevice, "no md superblock, partition table or known signature; the first and last 4 MiB and 64 sampled blocks are one fill byte")
 	}
 }
 
@@ -939,23 +921,19 @@ func chooseDevNumber(s *snapshot, raidDisks int, v superblock.Version, removing 
 	return 0, fmt.Errorf("md: no free descriptor number below %d", limit)
 }
 
-// checkNewSuperblock fails when the superblock built for the candidate
-// would not be valid for a reason other than its size.
-const checkNewSuperblock = "new superblock"
-
 // planSuperblock builds the new member's superblock and the writes.
 func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) {
 	p := pl.p
 	src := cloneSource(f.s)
 	if src == nil {
-		pl.fail(checkSource, errArrayFailed, "no in-sync member with a readable superblock to clone")
-		pl.skip(checkSize, "no superblock to size against")
+		pl.fail(CheckSource, errArrayFailed, "no in-sync member with a readable superblock to clone")
+		pl.skip(CheckSize, "no superblock to size against")
 		return
 	}
 	p.Source = src.Device
 	if p.Resume.member() {
-		pl.pass(checkSource, "not needed: the candidate is already a member")
-		pl.pass(checkSize, "accepted by the kernel when it was added")
+		pl.pass(CheckSource, "not needed: the candidate is already a member")
+		pl.pass(CheckSize, "accepted by the kernel when it was added")
 		return
 	}
 	if err := src.sb.CheckKnown(); err != nil {
@@ -966,26 +944,26 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		for _, u := range src.sb.UnknownFields() {
 			names = append(names, u.String())
 		}
-		pl.fail(checkSource, err, "the superblock of %s holds fields this program does not know, written by a newer kernel (%s); it will not copy them to a new member", src.Device, strings.Join(names, ", "))
-		pl.skip(checkSize, "no superblock to size against")
+		pl.fail(CheckSource, err, "the superblock of %s holds fields this program does not know, written by a newer kernel (%s); it will not copy them to a new member", src.Device, strings.Join(names, ", "))
+		pl.skip(CheckSize, "no superblock to size against")
 		return
 	}
 	if src.sb.HasBitmap() && f.bitmap == nil {
-		pl.fail(checkSource, errArrayFailed, "cannot read the bitmap of %s: %v", src.Device, f.bitmapErr)
+		pl.fail(CheckSource, errArrayFailed, "cannot read the bitmap of %s: %v", src.Device, f.bitmapErr)
 		return
 	}
-	pl.pass(checkSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
+	pl.pass(CheckSource, "%s (superblock %s, events %d)", src.Device, src.sb.Version, src.sb.Events)
 	if why := unreadFacts(f.s, "component_size"); why != "" || f.s.component == 0 {
-		pl.skip(checkSize, "could not read the array's component size: "+or(why, "component_size: no value"))
+		pl.skip(CheckSize, "could not read the array's component size: "+or(why, "component_size: no value"))
 		return
 	}
 	if !c.BlockDevice && !c.Image {
-		pl.skip(checkSize, "candidate size unknown")
+		pl.skip(CheckSize, "candidate size unknown")
 		return
 	}
 	if c.SizeBytes <= 0 {
 		// An empty removable device, for one: nothing fits on it.
-		pl.fail(checkSize, errCandidateTooSmall, "%s has no capacity (%d bytes)", c.Path, c.SizeBytes)
+		pl.fail(CheckSize, errCandidateTooSmall, "%s has no capacity (%d bytes)", c.Path, c.SizeBytes)
 		return
 	}
 	var n uint32
@@ -1002,10 +980,10 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 			removing = p.Remove.Device
 		}
 		if n, err = chooseDevNumber(f.s, p.raidDisks, src.sb.Version, removing); errors.Is(err, errMemberUnknown) {
-			pl.fail(checkSource, errMemberUnknown, "a member other than the one being replaced has no readable superblock, so its descriptor number is unknown; remove it or make it readable first")
+			pl.fail(CheckSource, errMemberUnknown, "a member other than the one being replaced has no readable superblock, so its descriptor number is unknown; remove it or make it readable first")
 			return
 		} else if err != nil {
-			pl.fail(checkSize, errCandidateTooSmall, "%v", err)
+			pl.fail(CheckSize, errCandidateTooSmall, "%v", err)
 			return
 		}
 	}
@@ -1020,24 +998,24 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 	if errors.Is(err, errCandidateTooSmall) {
 		reason := strings.TrimPrefix(err.Error(), errCandidateTooSmall.Error()+": ")
 		if need := src.sb.MinDeviceBytes(component); c.SizeBytes < need {
-			pl.fail(checkSize, err, "%s has %d bytes, the array needs at least %d (%s)", c.Path, c.SizeBytes, need, reason)
+			pl.fail(CheckSize, err, "%s has %d bytes, the array needs at least %d (%s)", c.Path, c.SizeBytes, need, reason)
 		} else {
-			pl.fail(checkSize, err, "%s has %d bytes: %s", c.Path, c.SizeBytes, reason)
+			pl.fail(CheckSize, err, "%s has %d bytes: %s", c.Path, c.SizeBytes, reason)
 		}
 		return
 	}
 	if err != nil {
-		pl.fail(checkNewSuperblock, err, "cannot build a superblock for %s from the one of %s: %v", c.Path, src.Device, err)
+		pl.fail(CheckNewSuperblock, err, "cannot build a superblock for %s from the one of %s: %v", c.Path, src.Device, err)
 		return
 	}
-	pl.pass(checkSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, sb.DataStart(), sb.DataRoom(), component)
+	pl.pass(CheckSize, "%d bytes; data at sector %d, %d sectors for data (the array uses %d)", c.SizeBytes, sb.DataStart(), sb.DataRoom(), component)
 	if verr := sb.Validate(c.SizeBytes); verr != nil {
-		pl.fail(checkNewSuperblock, verr, "the superblock built for %s from the one of %s would not load: %v", c.Path, src.Device, verr)
+		pl.fail(CheckNewSuperblock, verr, "the superblock built for %s from the one of %s would not load: %v", c.Path, src.Device, verr)
 		return
 	}
 	regions, err := memberWrites(sb, f.bitmap)
 	if err != nil {
-		pl.fail(checkNewSuperblock, err, "cannot encode the superblock built for %s: %v", c.Path, err)
+		pl.fail(CheckNewSuperblock, err, "cannot encode the superblock built for %s: %v", c.Path, err)
 		return
 	}
 	if p.Resume == ResumeWritten {
@@ -1049,10 +1027,10 @@ func planSuperblock(pl *planner, f arrayFacts, c *Candidate, devUUID uuid.UUID) 
 		want := regionArea(regions)
 		missing := c.bitmapMissing && len(want) == 2 && slices.Equal(want[:1], c.area)
 		if !missing && !slices.Equal(want, c.area) {
-			pl.fail(checkResume, c.Findings[0], "%s", notBlankReason(c, fmt.Sprintf("the md superblock area found (%v) is not the one this replace writes (%v)", c.area, want)))
+			pl.fail(CheckResume, c.Findings[0], "%s", notBlankReason(c, fmt.Sprintf("the md superblock area found (%v) is not the one this replace writes (%v)", c.area, want)))
 			return
 		}
-		pl.pass(checkResume, "the superblock area on the disk is the one this replace writes again")
+		pl.pass(CheckResume, "the superblock area on the disk is the one this replace writes again")
 	}
 	p.Superblock = sb
 	p.DevNumber = n

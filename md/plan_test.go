@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -578,11 +579,11 @@ func TestPlanRefusesUnreadableSyncAction(t *testing.T) {
 	path := r.candidate(t, "vdz", 64<<20)
 	f := r.facts(t, "")
 	f.s.action = ""
-	f.s.errs = append(f.s.errs, "sync_action: permission denied")
+	f.s.errs = append(f.s.errs, &readError{"sync_action", fs.ErrPermission})
 	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
 	c.Check(err, qt.ErrorIs, ErrRefused)
-	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
+	c.Check(checkStatus(p, CheckOneChange), qt.Equals, StatusSkip)
 	c.Check(p.Steps, qt.HasLen, 0)
 }
 
@@ -596,7 +597,7 @@ func TestPlanRefusesEmptySyncAction(t *testing.T) {
 	f.s.action = ""
 	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkIdle), qt.Equals, StatusSkip)
+	c.Check(checkStatus(p, CheckOneChange), qt.Equals, StatusSkip)
 }
 
 // TestPlanRefusesUnreadableArrayFacts: every attribute the decision uses
@@ -604,15 +605,15 @@ func TestPlanRefusesEmptySyncAction(t *testing.T) {
 func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
 	for _, tt := range []struct {
 		attr  string
-		check string
+		check Check
 		edit  func(*snapshot)
 	}{
-		{"sync_completed", checkIdle, func(s *snapshot) { s.progress = sysfs.Progress{} }},
-		{"array_state", checkRunning, func(s *snapshot) { s.state = "" }},
-		{"degraded", checkRunning, func(s *snapshot) { s.degraded = nil }},
-		{"raid_disks", checkSlot, func(s *snapshot) {}},
-		{"members", checkSlot, func(s *snapshot) {}},
-		{"component_size", checkSize, func(s *snapshot) { s.component = 0 }},
+		{"sync_completed", CheckOneChange, func(s *snapshot) { s.progress = sysfs.Progress{} }},
+		{"array_state", CheckArrayRunning, func(s *snapshot) { s.state = "" }},
+		{"degraded", CheckArrayRunning, func(s *snapshot) { s.degraded = nil }},
+		{"raid_disks", CheckTargetSlot, func(s *snapshot) {}},
+		{"members", CheckTargetSlot, func(s *snapshot) {}},
+		{"component_size", CheckSize, func(s *snapshot) { s.component = 0 }},
 	} {
 		t.Run(tt.attr, func(t *testing.T) {
 			c := qt.New(t)
@@ -620,7 +621,7 @@ func TestPlanRefusesUnreadableArrayFacts(t *testing.T) {
 			path := r.candidate(t, "vdz", 64<<20)
 			f := r.facts(t, "")
 			tt.edit(f.s)
-			f.s.errs = append(f.s.errs, tt.attr+": permission denied")
+			f.s.errs = append(f.s.errs, &readError{tt.attr, fs.ErrPermission})
 			p, err := r.plan(f, path)
 			c.Assert(err, qt.ErrorIs, errUnknownFact)
 			c.Check(checkStatus(p, tt.check), qt.Equals, StatusSkip)
@@ -638,10 +639,10 @@ func TestPlanRefusesUnreadableComponentSize(t *testing.T) {
 	path := r.candidate(t, "vdz", 8<<20)
 	f := r.facts(t, "")
 	f.s.component = 0
-	f.s.errs = append(f.s.errs, "component_size: permission denied")
+	f.s.errs = append(f.s.errs, &readError{"component_size", fs.ErrPermission})
 	p, err := r.plan(f, path)
 	c.Assert(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkSize), qt.Equals, StatusSkip)
+	c.Check(checkStatus(p, CheckSize), qt.Equals, StatusSkip)
 }
 
 // TestMemberWritesBoundsTheBitmap: memberWrites never allocates more than
@@ -692,7 +693,7 @@ func TestPlanRefusesBlockSize(t *testing.T) {
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, ErrRefused)
 	c.Check(err, qt.ErrorIs, errCandidateBlockSize)
-	c.Check(checkStatus(p, checkBlockSize), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, CheckBlockSize), qt.Equals, StatusFail)
 
 	cand.LogicalBlockSize = 0
 	_, err = planReplace(f, cand, req, uuid.New())
@@ -731,23 +732,23 @@ func TestPlanCandidateNotInSysfs(t *testing.T) {
 	p, err := planReplace(f, cand, req, uuid.New())
 	c.Assert(err, qt.ErrorIs, ErrRefused)
 	c.Check(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkNotMember), qt.Equals, StatusFail)
-	c.Check(checkStatus(p, checkNotInUse), qt.Equals, StatusFail)
-	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, CheckNotMember), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, CheckNotInUse), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, CheckBlankDevice), qt.Equals, StatusFail)
 
 	// The scan could not run: a refusal, not a pass.
 	cand = r.m.candidateFacts(path, true)
 	cand.Findings, cand.scanned = nil, false
 	p, err = planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, errUnknownFact)
-	c.Check(checkStatus(p, checkBlank), qt.Equals, StatusFail)
+	c.Check(checkStatus(p, CheckBlankDevice), qt.Equals, StatusFail)
 
 	// Not a block device: the candidate checks did not run.
 	cand = r.m.candidateFacts(path, true)
 	cand.Image = false
 	p, err = planReplace(f, cand, req, uuid.New())
 	c.Check(err, qt.ErrorIs, errNotBlockDevice)
-	for _, name := range []string{checkNotMember, checkNotInUse, checkBlank, checkBlockSize, checkSize} {
+	for _, name := range []Check{CheckNotMember, CheckNotInUse, CheckBlankDevice, CheckBlockSize, CheckSize} {
 		c.Check(checkStatus(p, name), qt.Equals, StatusSkip, qt.Commentf("%s", name))
 	}
 

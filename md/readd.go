@@ -47,7 +47,9 @@ type ReAddRequest struct {
 	// serial and WWN where both are known).
 	Records *Records
 
-	allowImage bool // tests: an image file stands for the device
+	// AllowImageFile accepts a regular file as the device. It exists for
+	// tests (md/mdtest's disks are image files); mdctl never sets it.
+	AllowImageFile bool
 }
 
 // ReAddPlan is what ReAdd would do, with the facts that decided it.
@@ -138,7 +140,7 @@ func (m *Manager) PlanReAdd(ctx context.Context, req ReAddRequest) (*ReAddPlan, 
 		return nil, refuseLookup(reAddOp, req.Array, req.Device, err)
 	}
 	f := m.arrayFacts(name, "")
-	c := m.candidateFacts(m.DevicePath(req.Device), req.allowImage)
+	c := m.candidateFacts(m.DevicePath(req.Device), req.AllowImageFile)
 	p, err := decideReAdd(f, c, req.Records)
 	if err != nil {
 		return nil, refuse(reAddOp, name, req.Device, err)
@@ -152,7 +154,7 @@ func decideReAdd(f arrayFacts, c *Candidate, rs *Records) (*ReAddPlan, error) {
 	src := cloneSource(s)
 	switch {
 	case len(s.errs) > 0 && src == nil:
-		return nil, fmt.Errorf("%w: the array cannot be read: %s", errUnknownFact, strings.Join(s.errs, "; "))
+		return nil, fmt.Errorf("%w: the array cannot be read: %s", errUnknownFact, problems(s.errs))
 	case s.stateBad:
 		return nil, fmt.Errorf("%w: array_state cannot be read", errUnknownFact)
 	case s.state == sysfs.StateInactive || s.state == sysfs.StateClear:

@@ -91,7 +91,9 @@ func TestDecideReAdd(t *testing.T) {
 		{name: "slot taken", facts: func(f *arrayFacts) { *f = r.facts(t, "") }, want: ErrSlotTaken, match: `.*slot 1 of md0 is held by vdb`},
 		{name: "mounted", cand: func(c *Candidate) { c.Mounts = []string{"/mnt"} }, want: ErrInUse, match: `.*is mounted on /mnt`},
 		{name: "held", cand: func(c *Candidate) { c.Holders = []string{"dm-0"} }, want: ErrInUse, match: `.*is held by dm-0`},
-		{name: "built on an array", cand: func(c *Candidate) { c.StackedOn = []string{"array md1 (loop1 is a loop device over /srv/img, a file on md1)"} }, want: ErrInUse, match: `.*is built on array md1 .*`},
+		{name: "built on an array", cand: func(c *Candidate) {
+			c.StackedOn = []string{"array md1 (loop1 is a loop device over /srv/img, a file on md1)"}
+		}, want: ErrInUse, match: `.*is built on array md1 .*`},
 		{name: "loop device over it", cand: func(c *Candidate) { c.UsedBy = []string{"loop4 is a loop device over vdz"} }, want: ErrInUse, match: `.*is in use through a loop device \(loop4 .*`},
 		{name: "open", cand: func(c *Candidate) { c.ExclusiveBusy = true }, want: ErrInUse},
 		{name: "partitions", cand: func(c *Candidate) { c.Partitions = []string{"vdx1"} }, want: ErrInUse},
@@ -191,7 +193,7 @@ func TestReAdd(t *testing.T) {
 		c := qt.New(t)
 		r, path := reAddRig(t)
 		before := readImage(c, path)
-		res, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		res, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.IsNil)
 		c.Check(res.Outcome, qt.Equals, ReAdded)
 		c.Check(r.k.Calls(), qt.DeepEquals, []string{"ReAddDisk(md0, 0:0, 1, 1, false, false)"})
@@ -204,7 +206,7 @@ func TestReAdd(t *testing.T) {
 		r.k.fail = map[string]error{"ReAddDisk": unix.EINVAL}
 		one := 1
 		r.k.addedSlot = &one
-		res, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		res, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.IsNil)
 		c.Check(res.Outcome, qt.Equals, ReAddedFull)
 		c.Check(r.k.Calls(), qt.DeepEquals, []string{"ReAddDisk(md0, 0:0, 1, 1, false, false)", "AddNewDisk(md0, 0:0)"})
@@ -216,14 +218,14 @@ func TestReAdd(t *testing.T) {
 		r.k.fail = map[string]error{"ReAddDisk": unix.EINVAL}
 		zero := 0
 		r.k.addedSlot = &zero
-		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.ErrorMatches, `md: the kernel put vdx into slot 0 of md0, not 1 .*`)
 	})
 	t.Run("kernel busy", func(t *testing.T) {
 		c := qt.New(t)
 		r, path := reAddRig(t)
 		r.k.fail = map[string]error{"ReAddDisk": unix.EBUSY}
-		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.ErrorIs, ErrRefused)
 		c.Check(errors.Is(err, unix.EBUSY), qt.IsTrue)
 		c.Check(err, qt.ErrorMatches, `.*nothing was changed`)
@@ -233,7 +235,7 @@ func TestReAdd(t *testing.T) {
 		r, _ := reAddRig(t)
 		path := formerMember(t, r, "vdb", "vdx", func(sb *superblock.Superblock) { sb.Events += 5 })
 		before := readImage(c, path)
-		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		_, err := r.m.ReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.ErrorIs, ErrSplitBrain)
 		r.checkNothingWritten(c, path, before)
 	})
@@ -241,7 +243,7 @@ func TestReAdd(t *testing.T) {
 		c := qt.New(t)
 		r, path := reAddRig(t)
 		before := readImage(c, path)
-		p, err := r.m.PlanReAdd(ctx, ReAddRequest{Array: r.name, Device: path, allowImage: true})
+		p, err := r.m.PlanReAdd(ctx, ReAddRequest{Array: r.name, Device: path, AllowImageFile: true})
 		c.Assert(err, qt.IsNil)
 		c.Check(p.Slot, qt.Equals, 1)
 		c.Check(p.Events+2, qt.Equals, p.ArrayEvents)

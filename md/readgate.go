@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// errNoAnswer is matched by the error for a member device that did not
-// answer a read within the Manager's read timeout (Config.ReadTimeout).
+// ErrNoAnswer is matched by the error (Member.Err in a Report) for a
+// member device that did not answer a read within the Manager's read
+// timeout (Config.ReadTimeout).
 // The read is left running; a later pass waits for the same read rather
 // than starting another one on the stalled device.
-var errNoAnswer = errors.New("md: the device did not answer")
+var ErrNoAnswer = errors.New("md: the device did not answer")
 
 // defaultReadTimeout bounds one superblock or bitmap read of a member.
 const defaultReadTimeout = 5 * time.Second
@@ -46,7 +47,7 @@ func newReadGate(timeout time.Duration) *readGate {
 
 // do runs read for the device key, or joins the read of key already
 // running, and waits at most the gate's timeout for it. The error matches
-// errNoAnswer when the read did not return in time.
+// ErrNoAnswer when the read did not return in time.
 func (g *readGate) do(key string, read func() (any, error)) (any, error) {
 	g.mu.Lock()
 	p := g.pending[key]
@@ -69,6 +70,6 @@ func (g *readGate) do(key string, read func() (any, error)) (any, error) {
 		return p.val, p.err
 	case <-t.C:
 		g.expired.Add(1)
-		return nil, fmt.Errorf("%w: %s: no answer to a read started %v ago", errNoAnswer, key, time.Since(p.start).Round(time.Millisecond))
+		return nil, fmt.Errorf("%w: %s: no answer to a read started %v ago", ErrNoAnswer, key, time.Since(p.start).Round(time.Millisecond))
 	}
 }

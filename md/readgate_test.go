@@ -78,7 +78,7 @@ func TestDiscoverStalledMember(t *testing.T) {
 }
 
 // TestReadGateLateAnswer: a read that answers after the deadline
-// fails that caller with errNoAnswer; once the disk answers, the next
+// fails that caller with ErrNoAnswer; once the disk answers, the next
 // caller gets the answer.
 func TestReadGateLateAnswer(t *testing.T) {
 	c := qt.New(t)
@@ -86,7 +86,7 @@ func TestReadGateLateAnswer(t *testing.T) {
 	release := make(chan struct{})
 	read := func() (any, error) { <-release; return "sb", nil }
 	_, err := g.do("vdb", read)
-	c.Assert(err, qt.ErrorIs, errNoAnswer)
+	c.Assert(err, qt.ErrorIs, ErrNoAnswer)
 	close(release)
 	v, err := g.do("vdb", read)
 	c.Assert(err, qt.IsNil)

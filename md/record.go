@@ -281,7 +281,7 @@ type Records struct {
 	ReAdds []ReAddMark `json:"re_adds,omitempty"`
 }
 
-// Find returns the record of the array with the given UUID.
+// find returns the record of the array with the given UUID.
 func (rs *Records) find(uuid string) (Record, bool) {
 	if rs == nil {
 		return Record{}, false

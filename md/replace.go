@@ -278,6 +278,11 @@ func (m *Manager) candidateFacts(path string, allowImage bool) *Candidate {
 		c.Device = filepath.Base(path)
 		c.SizeBytes = fi.Size()
 		c.LogicalBlockSize = 512 // an image is addressed in 512-byte sectors
+		// An image named like a disk of the sysfs root (md/mdtest's
+		// disks) stands for that disk: its port, for heal's check.
+		if id, err := blockdev.PathID(m.fs, c.Device); err == nil {
+			c.ByPath = id
+		}
 	default:
 		return c
 	}

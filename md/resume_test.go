@@ -76,7 +76,7 @@ func TestReplaceRefusesResumeOverData(t *testing.T) {
 			p, err := r.m.PlanReplace(context.Background(), req)
 			c.Assert(err, qt.IsNil)
 			c.Check(p.Resume, qt.Equals, ResumeWritten)
-			c.Check(checkStatus(p, checkResume), qt.Equals, StatusPass)
+			c.Check(checkStatus(p, CheckResume), qt.Equals, StatusPass)
 
 			// Within the first or last 4 MiB, or in a sampled block.
 			const size = 64 << 20

@@ -33,8 +33,9 @@ func build(s *snapshot, devRoot string) Array {
 		Slots:     []Slot{},
 		Spares:    []Member{},
 		Faulty:    []Member{},
-		Errors:    append(slices.Clone(s.errs), d.errs...),
+		Errs:      append(slices.Clone(s.errs), d.errs...),
 	}
+	a.Errors = errorTexts(a.Errs)
 	if s.chunk > 0 {
 		a.ChunkBytes = uint64(s.chunk)
 	}
@@ -188,7 +189,7 @@ type derived struct {
 	// depends on it.
 	layout int64
 	// errs are the array's errors found here, after those read (s.errs).
-	errs []string
+	errs []error
 	// members are copies of the snapshot's members with what the model
 	// adds: Stale, the slot a not-running array's member has by its
 	// superblock role, and an out-of-bounds raid_disks in the Error of the
@@ -203,7 +204,7 @@ func derive(s *snapshot) derived {
 	d := derived{raidDisks: s.raidDisks}
 	if s.raidDisks > superblock.MaxDev1 {
 		// No kernel shows more slots than 1.x metadata holds.
-		d.errs = append(d.errs, fmt.Sprintf("raid_disks: %d exceeds the limit of %d slots: ignored", s.raidDisks, superblock.MaxDev1))
+		d.errs = append(d.errs, &problem{fmt.Sprintf("raid_disks: %d exceeds the limit of %d slots: ignored", s.raidDisks, superblock.MaxDev1), ErrUnknownValue})
 		d.raidDisks = 0
 	}
 
@@ -211,7 +212,7 @@ func derive(s *snapshot) derived {
 		if len(v) > 64 {
 			v = fmt.Sprintf("%s… (%d bytes)", v[:64], len(v))
 		}
-		d.errs = append(d.errs, attr+": unknown value: "+v)
+		d.errs = append(d.errs, &problem{attr + ": unknown value: " + v, ErrUnknownValue})
 	}
 	if s.state != "" && !s.state.Known() {
 		unknown("array_state", string(s.state))
@@ -260,7 +261,7 @@ func derive(s *snapshot) derived {
 			// from the disk: bound it by what the format can hold.
 			if lim := slotLimit(newest.Version); newest.RaidDisks > uint32(lim) {
 				tooMany = fmt.Sprintf("superblock raid_disks %d exceeds the %s limit of %d slots: ignored", newest.RaidDisks, newest.Version, lim)
-				d.errs = append(d.errs, "raid_disks: "+tooMany)
+				d.errs = append(d.errs, &problem{"raid_disks: " + tooMany, superblock.ErrOutOfRange})
 			} else {
 				d.raidDisks = int(newest.RaidDisks)
 			}
@@ -271,7 +272,8 @@ func derive(s *snapshot) derived {
 	for i := range d.members {
 		mem := &d.members[i]
 		if tooMany != "" && mem.sb == d.newest {
-			mem.Error = joinError(mem.Error, tooMany)
+			mem.errs = append(slices.Clone(mem.errs), &problem{tooMany, superblock.ErrOutOfRange})
+			mem.setErr()
 		}
 		if mem.sb != nil && maxEvents > 1 && mem.sb.Events+1 < maxEvents {
 			mem.Stale = true
@@ -370,12 +372,4 @@ func slotLimit(v superblock.Version) int {
 		return superblock.Disks090
 	}
 	return superblock.MaxDev1
-}
-
-// joinError appends e to a member's error text.
-func joinError(old, e string) string {
-	if old == "" {
-		return e
-	}
-	return old + "; " + e
 }

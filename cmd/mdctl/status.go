@@ -63,7 +63,8 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 			// Every array that resolves is shown; each name that does
 			// not gets an error line, as mdadm --detail does.
 			missing, err = lookupErrors(err), nil
-			r.Error = escape.Lines(errors.Join(missing...).Error())
+			r.Err = errors.Join(missing...)
+			r.Error = escape.Lines(r.Err.Error())
 		}
 	}
 	if err == nil && c.Store != "" {
@@ -82,7 +83,7 @@ func (c *StatusCmd) Run(ctx context.Context, k *kong.Context, open openFunc, now
 		if format == "text" {
 			return &exitError{code: exitUnreadable, msg: readErr.Error()}
 		}
-		r = &md.Report{Version: md.SchemaVersion, Time: now().UTC(), Arrays: []md.Array{}, Error: escape.Lines(readErr.Error())}
+		r = &md.Report{Version: md.SchemaVersion, Time: now().UTC(), Arrays: []md.Array{}, Error: escape.Lines(readErr.Error()), Err: readErr}
 	}
 	out := bufio.NewWriter(k.Stdout) // one write, not one per line
 	var warn error

@@ -127,7 +127,7 @@ func Reconcile(ctx context.Context, m *md.Manager, st md.Store) ([]Resource, err
 			}
 		}
 		if a.Availability == md.Degraded {
-			ds, err := m.Heal(ctx, md.HealOptions{Store: st, Array: a.Device, Report: report, DryRun: true})
+			ds, err := m.PlanHeal(ctx, md.HealOptions{Store: st, Array: a.Device, Report: report})
 			if err != nil {
 				r.Errors = append(r.Errors, "heal: "+err.Error())
 			}

@@ -38,6 +38,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -308,6 +309,52 @@ func (s *System) Fail(member string) {
 		s.fatalf("mdtest: %v", err)
 	}
 	s.Set("md/degraded", strconv.Itoa(s.getInt("md/degraded")+1))
+}
+
+// Pull takes a faulty member's disk (a kernel name, such as "vdb") out
+// of the machine, as pulling it from its port does once md has let go of
+// it (mdadm -If from the udev rule, or mdctl remove): the member leaves
+// the array (md/dev-MEMBER goes; its slot stays missing) and the disk's
+// sysfs entries and device file go, so that its port is free for
+// AddDisk (an offline swap). The captures' disks are virtio disks, one
+// PCI function each, and that function goes with the disk. Pulling a member that is not faulty fails
+// the test: md would fail it first.
+func (s *System) Pull(member string) {
+	s.helper()
+	state := s.Get("md/dev-" + member + "/state")
+	if !slices.Contains(strings.Split(state, ","), "faulty") {
+		s.fatalf("mdtest: %s of %s is %s, not faulty", member, s.Array(), state)
+	}
+	block := filepath.Join(s.sys, "block", member)
+	dir, err := filepath.EvalSymlinks(block)
+	if err != nil {
+		s.fatalf("mdtest: %v", err)
+	}
+	dev, err := os.ReadFile(filepath.Join(dir, "dev"))
+	if err != nil {
+		s.fatalf("mdtest: %v", err)
+	}
+	// A virtio disk is a PCI function of its own: pulling the disk
+	// takes the function away (hot-unplug), and AddDisk puts one back.
+	for d := dir; d != s.sys && d != "/" && d != "."; d = filepath.Dir(d) {
+		if pciFunction(filepath.Base(d)) {
+			dir = d
+			break
+		}
+	}
+	for _, p := range []string{
+		s.attrPath("md/dev-" + member),
+		s.attrPath("slaves/" + member),
+		dir,
+		block,
+		filepath.Join(s.sys, "class", "block", member),
+		filepath.Join(s.sys, "dev", "block", strings.TrimSpace(string(dev))),
+		filepath.Join(s.dev, member),
+	} {
+		if err := os.RemoveAll(p); err != nil {
+			s.fatalf("mdtest: %v", err)
+		}
+	}
 }
 
 func (s *System) getInt(attr string) int {
