@@ -77,6 +77,35 @@ func TestVMCreate(t *testing.T) {
 		guest.Mdadm(c, "--stop", "/dev/"+md2)
 	})
 
+	// missing: the usual way to move a running system onto a mirror. The
+	// degraded mirror runs, status says degraded (mdctl status exits 1),
+	// and replace fills the missing slot with a blank disk.
+	t.Run("missing", func(t *testing.T) {
+		c := qt.New(t)
+		disks := guest.ScratchDisks(t, 2)
+		m := vmManager(t)
+		res, err := m.Create(ctx, CreateRequest{Array: "/dev/md/half", Level: 1, Name: "half", RaidDevices: 2,
+			Bitmap: "internal", Devices: []string{disks[0].Path, Missing}})
+		c.Assert(err, qt.IsNil)
+		md := res.Array
+		a, err := m.Status(ctx, "/dev/md/half")
+		c.Assert(err, qt.IsNil)
+		c.Check(a.Availability, qt.Equals, Degraded)
+		c.Check(a.Slots[1].State, qt.Equals, SlotMissing)
+		c.Check(a.Degraded, qt.Equals, 1)
+		sum := writeData(c, "/dev/"+md)
+		_, err = m.Replace(ctx, ReplaceRequest{Array: "half", With: disks[1].Path})
+		c.Assert(err, qt.IsNil)
+		a, err = m.WaitReplace(ctx, WaitRequest{Array: md, Member: disks[1].Name, Interval: 200 * time.Millisecond})
+		c.Assert(err, qt.IsNil)
+		c.Check(a.Availability, qt.Equals, Online)
+		c.Check(a.Slots[1].Member.Device, qt.Equals, disks[1].Name)
+		// The data is on the new member: read with the first one failed.
+		guest.Mdadm(c, "--fail", "/dev/"+md, disks[0].Path)
+		c.Check(readData(c, "/dev/"+md), qt.Equals, sum)
+		guest.Mdadm(c, "--stop", "/dev/"+md)
+	})
+
 	t.Run("layout-as-mdadm", func(t *testing.T) {
 		cases := []struct {
 			name  string

@@ -15,6 +15,7 @@ import (
 //	PlanReplace  ExecuteReplace / Replace   (*Plan)
 //	PlanCreate   Create                     (*CreatePlan)
 //	PlanReAdd    ReAdd                      (*ReAddPlan)
+//	PlanZeroSuperblock ZeroSuperblock       (*ZeroPlan)
 //	PlanFail     Fail                       (*Change)
 //	PlanRemove   Remove                     (*Change)
 //	PlanRun      Run                        (*Change)

@@ -75,6 +75,12 @@ var exitTable = []exitGroup{
 		{exitRefused, "refused, nothing written to any device and no md device made: a device not blank, in use (named), too small, of another block size, an array name taken, a held lock"},
 		{exitPartial, "failed after writing a superblock: the message says which devices were written and what was left"},
 	}},
+	{[]string{"zero-superblock"}, []exitRow{
+		{exitOK, "erased on every device named, or the dry run's checks passed"},
+		{exitFailure, "failed, nothing written to the device named in the message (devices erased before it are named)"},
+		{exitRefused, "refused, nothing written to any device: no md superblock, a damaged one, a member of an array or in use (named), something beside the array's data on the disk, metadata areas that overlap the data, a device that changed before the write"},
+		{exitPartial, "failed while writing a device: the message says which devices were erased and which may be partly erased"},
+	}},
 	{[]string{"stop"}, []exitRow{
 		{exitOK, "stopped (every array named), or the dry run's checks passed"},
 		{exitFailure, "failed, nothing changed: the system could not be read, or the kernel did not stop the array"},

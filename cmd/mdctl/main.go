@@ -59,6 +59,7 @@ type CLI struct {
 	Status      StatusCmd      `cmd:"" help:"Show the health of every md array (or the named ones), like mdadm --detail --test."`
 	Examine     ExamineCmd     `cmd:"" help:"Show the md superblock of member devices or images, like mdadm --examine."`
 	Create      CreateCmd      `cmd:"" help:"Create an array on blank, unused devices, with mdadm --create's flags and layout; never writes a disk that holds anything."`
+	ZeroSuper   ZeroCmd        `cmd:"" name:"zero-superblock" help:"Erase the md superblock (and its bitmap and logs) of devices no array uses, as mdadm --zero-superblock; nothing else."`
 	Replace     ReplaceCmd     `cmd:"" help:"Put a blank disk into exactly one slot of an array: never grows it, never writes a disk that holds anything."`
 	Fail        FailCmd        `cmd:"" help:"Mark a member faulty, unless the array would not survive it."`
 	Remove      RemoveCmd      `cmd:"" help:"Remove a faulty member or a spare from an array."`
