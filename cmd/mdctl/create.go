@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,14 +109,7 @@ func (c *CreateCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 	return nil
 }
 
-func printCreateJSON(k *kong.Context, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return &exitError{code: exitFailure, msg: err.Error()}
-	}
-	_, err = fmt.Fprintf(k.Stdout, "%s\n", b)
-	return err
-}
+func printCreateJSON(k *kong.Context, v any) error { return printJSON(k.Stdout, v) }
 
 // createCode is the exit code of a Create or PlanCreate error.
 func createCode(err error) int {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -75,25 +74,11 @@ func (c *ReAddCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) erro
 	if rep.Plan != nil {
 		rep.Array, rep.Device = rep.Plan.Array, rep.Plan.Device
 	}
-	switch {
-	case errors.Is(err, md.ErrRefused):
-		rep.Result = "refused"
-	case err != nil:
-		rep.Result = "failed"
-	case c.DryRun:
-		rep.Result = "would"
-	default:
-		rep.Result = "done"
-	}
-	if err != nil {
-		rep.Error = err.Error()
-	}
+	rep.Result, rep.Error = resultWord(err, c.DryRun), errorText(err)
 	if c.JSON {
-		b, jerr := json.MarshalIndent(rep, "", "  ")
-		if jerr != nil {
-			return jerr
+		if perr := printJSON(k.Stdout, rep); perr != nil {
+			return perr
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	}
 	if err != nil {
 		if errors.Is(err, md.ErrRefused) {

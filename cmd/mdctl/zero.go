@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,25 +49,11 @@ func (c *ZeroCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error
 	if plan != nil {
 		rep.Devices = plan.Devices
 	}
-	switch {
-	case errors.Is(err, md.ErrRefused):
-		rep.Result = "refused"
-	case err != nil:
-		rep.Result = "failed"
-	case c.DryRun:
-		rep.Result = "would"
-	default:
-		rep.Result = "done"
-	}
-	if err != nil {
-		rep.Error = err.Error()
-	}
+	rep.Result, rep.Error = resultWord(err, c.DryRun), errorText(err)
 	if c.JSON {
-		b, jerr := json.MarshalIndent(rep, "", "  ")
-		if jerr != nil {
-			return jerr
+		if perr := printJSON(k.Stdout, rep); perr != nil {
+			return perr
 		}
-		fmt.Fprintf(k.Stdout, "%s\n", b)
 	}
 	if !c.JSON {
 		for _, d := range rep.Devices {
