@@ -20,8 +20,9 @@ var ErrRefused = errors.New("md: refused")
 // errors.Is and errors.As see through it; the other causes are told
 // apart by the message alone.
 type RefusedError struct {
-	// Op is the operation refused: "replace", "fail", "remove", "run",
-	// "heal" or "lock".
+	// Op is the operation refused, as the message says it: "replace",
+	// "fail", "remove", "run", "heal", "lock", "create", "check",
+	// "zero-superblock", "change the bitmap", …
 	Op string
 	// Array is the array as the caller named it, or its kernel name once
 	// resolved.

@@ -50,6 +50,10 @@ type kernel interface {
 	SetSyncMax(array string, limit sysfs.Optional[uint64]) error
 	// SetSafeModeDelay writes md/safe_mode_delay (seconds, "0.001").
 	SetSafeModeDelay(array, seconds string) error
+	// SetBitmapLocation writes md/bitmap/location: "none" drops the
+	// bitmap, "+8" or "-16" loads the one written at that offset from
+	// the superblock (sectors).
+	SetBitmapLocation(array, loc string) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -269,6 +273,15 @@ func (k sysKernel) SetSafeModeDelay(array, seconds string) error {
 		return err
 	}
 	return a.SetSafeModeDelay(seconds)
+}
+
+// SetBitmapLocation writes md/bitmap/location.
+func (k sysKernel) SetBitmapLocation(array, loc string) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetBitmapLocation(loc)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

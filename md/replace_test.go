@@ -173,6 +173,13 @@ func (k *fakeKernel) SetSafeModeDelay(array, seconds string) error {
 	return k.set(k.attr(array, "safe_mode_delay"), seconds)
 }
 
+func (k *fakeKernel) SetBitmapLocation(array, loc string) error {
+	if err := k.record("SetBitmapLocation", array, loc); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "bitmap", "location"), loc)
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err

@@ -58,6 +58,14 @@ func (a Array) SetSafeModeDelay(seconds string) error {
 	return writeAttr(a.Path("safe_mode_delay"), seconds)
 }
 
+// SetBitmapLocation writes bitmap/location: "none" removes the bitmap;
+// a signed offset in sectors from the superblock ("+8", "-16") loads the
+// internal bitmap written there. The kernel answers EBUSY while a sync
+// runs and when a bitmap is present and loc is not "none".
+func (a Array) SetBitmapLocation(loc string) error {
+	return writeAttr(a.Path("bitmap", "location"), loc)
+}
+
 // WriteState writes cmd to the member's state. See [MemberCommand] for
 // the commands and their quirks; the kernel rejects unknown ones with
 // EINVAL.
