@@ -5,7 +5,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,14 +56,26 @@ func TestVMHostileMemberNextToHealthy(t *testing.T) {
 	// starts one: the kernel loads the superblock (magic, checksum,
 	// max_dev) and looks at raid_disks only when the array is run, so the
 	// array stays inactive with an empty raid_disks.
-	const evilMD = "md99"
+	// A number no earlier test's array holds (mdadm counts down from
+	// 127, and how far depends on the tests before) and with no node in
+	// /dev (opening one makes the array again).
+	evilMD := ""
+	for n := 99; n > 0 && evilMD == ""; n-- {
+		name := "md" + strconv.Itoa(n)
+		_, errSys := os.Stat("/sys/block/" + name)
+		_, errDev := os.Stat("/dev/" + name)
+		if errors.Is(errSys, fs.ErrNotExist) && errors.Is(errDev, fs.ErrNotExist) {
+			evilMD = name
+		}
+	}
+	c.Assert(evilMD, qt.Not(qt.Equals), "")
 	c.Assert(guest.WriteFile("/sys/module/md_mod/parameters/new_array", evilMD), qt.IsNil)
 	t.Cleanup(func() { guest.WriteFile(guest.SysPath(evilMD, "array_state"), "clear") })
 	c.Assert(guest.WriteFile(guest.SysPath(evilMD, "metadata_version"), "1.2"), qt.IsNil)
 	devnum, err := os.ReadFile("/sys/block/" + disks[2].Name + "/dev")
 	c.Assert(err, qt.IsNil)
 	c.Assert(guest.WriteFile(guest.SysPath(evilMD, "new_dev"), strings.TrimSpace(string(devnum))), qt.IsNil)
-	t.Logf("md99 raid_disks %q, array_state %q", guest.ReadAttr(c, evilMD, "raid_disks"), guest.ReadAttr(c, evilMD, "array_state"))
+	t.Logf("%s raid_disks %q, array_state %q", evilMD, guest.ReadAttr(c, evilMD, "raid_disks"), guest.ReadAttr(c, evilMD, "array_state"))
 
 	out, errOut, code := mdctl(t, "status")
 	t.Logf("status (exit %d):\n%s\n%s", code, out, errOut)
