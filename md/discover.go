@@ -84,11 +84,14 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 	if err := ctx.Err(); err != nil {
 		return Array{}, err
 	}
-	kname, err := m.resolve(name)
+	// One cache for the lookup and the report: the links read to find
+	// the array are not read again.
+	fsys := m.fs.WithCache()
+	kname, err := m.resolveFS(fsys, name)
 	if err != nil {
 		return Array{}, err
 	}
-	return m.status(m.fs.WithCache(), kname), nil
+	return m.status(fsys, kname), nil
 }
 
 // resolve turns an array name as a user would type it into the kernel
@@ -103,7 +106,12 @@ func (m *Manager) Status(ctx context.Context, name string) (Array, error) {
 // *ambiguousError (matching ErrAmbiguous) that lists them all, rather than
 // pick one.
 func (m *Manager) resolve(name string) (string, error) {
-	arrays, err := m.fs.Arrays()
+	return m.resolveFS(m.fs.WithCache(), name)
+}
+
+// resolveFS is resolve reading through fsys.
+func (m *Manager) resolveFS(fsys sysfs.FS, name string) (string, error) {
+	arrays, err := fsys.Arrays()
 	if err != nil {
 		return "", fmt.Errorf("md: listing arrays: %w", err)
 	}
@@ -119,7 +127,7 @@ func (m *Manager) resolve(name string) (string, error) {
 	if strings.Contains(name, "/") {
 		if dn, ok := devNumOf(name); ok {
 			for _, a := range arrays {
-				if arr, err := m.fs.Array(a); err == nil {
+				if arr, err := fsys.Array(a); err == nil {
 					if d, err := arr.Dev(); err == nil && d == dn {
 						return a, nil
 					}
@@ -133,15 +141,15 @@ func (m *Manager) resolve(name string) (string, error) {
 	// superblock, and for a UUID no UUID in sysfs either) may carry the
 	// name too: then a match is not unique.
 	short := strings.TrimPrefix(base, "md/")
-	byUUID := len(strings.NewReplacer("-", "", ":", "").Replace(base)) == 32
-	fsys := m.fs.WithCache()
+	byUUID := len(uuidDigits(base)) == 32
+	ids := m.identities(fsys, arrays)
 	var found, unread []string
-	for _, a := range arrays {
-		st := m.status(fsys, a)
+	for i, a := range arrays {
+		id := &ids[i]
 		switch {
-		case st.Name != "" && (st.Name == short || st.Homehost+":"+st.Name == short) || sameUUID(st.UUID, base):
+		case id.name != "" && (id.name == short || id.homehost+":"+id.name == short) || sameUUID(id.uuid, base):
 			found = append(found, a)
-		case identityUnread(&st, byUUID):
+		case id.unread(byUUID):
 			unread = append(unread, a)
 		}
 	}
@@ -160,27 +168,151 @@ func (m *Manager) resolve(name string) (string, error) {
 	return "", &ambiguousError{Name: name, Arrays: found, Unread: unread}
 }
 
-// identityUnread reports whether the array a has members but no name
-// could be read for it (none of their superblocks), or, when byUUID, no
-// UUID either. Arrays with external metadata (or none) carry no name of
-// the kind looked up and do not count.
-func identityUnread(a *Array, byUUID bool) bool {
-	if strings.HasPrefix(a.Metadata, "external:") || a.Metadata == "none" {
+// identity is what resolve needs of an array: its name, homehost and
+// UUID, taken as Status takes them (the freshest member superblock, else
+// the UUID in sysfs), and enough to tell whether they could be read.
+type identity struct {
+	name, homehost, uuid string
+	// metadata is metadata_version as read.
+	metadata string
+	// members is how many members sysfs lists; superblocks how many of
+	// their superblocks could be read.
+	members, superblocks int
+}
+
+// identityReaders is how many arrays identities reads at once. Its time
+// is the members' superblock reads, which wait for the disks rather than
+// use a CPU; sixteen at once keep a system of 64 arrays from starting 64
+// goroutines and open descriptors.
+const identityReaders = 16
+
+// identities reads the identity of each array named, up to
+// identityReaders at once, and nothing else: not the members' sysfs
+// attributes, ports or sizes that a status report reads. A lookup by name
+// or UUID costs the members' superblocks of every array, which is what it
+// must read to be sure that one array alone carries the name.
+func (m *Manager) identities(fsys sysfs.FS, arrays []string) []identity {
+	ids := make([]identity, len(arrays))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(identityReaders, len(arrays)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				ids[i] = m.identity(fsys, arrays[i])
+			}
+		}()
+	}
+	for i := range arrays {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return ids
+}
+
+// identity reads the identity of the array name: the freshest of its
+// members' superblocks (as build takes it), else the kernel's md/uuid.
+func (m *Manager) identity(fsys sysfs.FS, name string) identity {
+	var id identity
+	a, err := fsys.Array(name)
+	if err != nil {
+		return id
+	}
+	mv, err := a.MetadataVersion()
+	if err != nil {
+		return id
+	}
+	id.metadata = mv.Raw
+	members, _ := a.Members()
+	id.members = len(members)
+	var newest *superblock.Superblock
+	if mv.Kind == sysfs.MetadataNative {
+		names := make([]string, len(members))
+		for i, mem := range members {
+			names[i] = mem.Name()
+		}
+		if first := firstInSync(members); first != "" {
+			// A running array: the kernel writes every in-sync
+			// member's superblock at each update, so they carry the
+			// highest events, and the first of them in the listing is
+			// the one build takes (the first with the highest).
+			if sb, err := m.readSuperblock(first, mv); err == nil {
+				names = nil
+				id.superblocks = 1
+				newest = sb
+			}
+		}
+		for _, r := range m.startSuperblocks(names, mv)() {
+			if r.sb == nil {
+				continue
+			}
+			id.superblocks++
+			if newest == nil || r.sb.Events > newest.Events {
+				newest = r.sb
+			}
+		}
+	}
+	if newest != nil {
+		id.uuid = newest.SetUUID.String()
+		id.name, id.homehost = newest.Name(), newest.Homehost()
+	} else if u, err := a.UUID(); err == nil && u != (uuid.UUID{}) {
+		id.uuid = u.String()
+	}
+	return id
+}
+
+// firstInSync returns the kernel name of the first member, in the
+// listing's order, whose state says in sync, or "" when none does. The
+// kernel marks members in sync only when it validates them to run the
+// array (not while an array is assembled and not started).
+func firstInSync(members []sysfs.Member) string {
+	for _, mem := range members {
+		if st, err := mem.State(); err == nil && st.Has(sysfs.FlagInSync) && !st.Failed() {
+			return mem.Name()
+		}
+	}
+	return ""
+}
+
+// unread reports whether the array has members but no name could be read
+// for it (none of their superblocks), or, when byUUID, no UUID either.
+// Arrays with external metadata (or none) carry no name of the kind
+// looked up and do not count.
+func (id *identity) unread(byUUID bool) bool {
+	if strings.HasPrefix(id.metadata, "external:") || id.metadata == "none" {
 		return false
 	}
 	if byUUID {
-		return a.UUID == "" && len(a.Members()) > 0
+		return id.uuid == "" && id.members > 0
 	}
-	ms := a.Members()
-	return len(ms) > 0 && !slices.ContainsFunc(ms, func(m *Member) bool { return m.Events != nil })
+	return id.members > 0 && id.superblocks == 0
 }
 
 // sameUUID reports whether the array UUID u (canonical form) is what the
 // user typed: the same 32 hex digits, with dashes or mdadm's colons.
 func sameUUID(u, typed string) bool {
-	digits := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", ":", "").Replace(s)) }
-	d := digits(typed)
-	return u != "" && len(d) == 32 && d == digits(u)
+	if u == "" {
+		return false
+	}
+	d := uuidDigits(typed)
+	return len(d) == 32 && d == uuidDigits(u)
+}
+
+// uuidDigits is s without dashes and colons, in lower case.
+func uuidDigits(s string) string {
+	b := make([]byte, 0, 32)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '-' || c == ':':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // ErrAmbiguous is matched by the error for an array name that more than

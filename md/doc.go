@@ -39,7 +39,13 @@
 // Kernel names and device nodes are tried first. A superblock name or
 // UUID is chosen by whoever wrote the disk, so one that more than one
 // array carries is refused (ErrAmbiguous) rather than guessed; a name
-// that matches nothing gives ErrNoArray.
+// that matches nothing gives ErrNoArray. To be sure of that, a lookup by
+// name or UUID reads the identity of every array: of a running array the
+// superblock of its first in-sync member (the kernel writes them all at
+// each update, so they carry the array's newest events), of any other
+// every member's superblock, as a status report takes it (the freshest).
+// It reads no other member fact, and costs about twice a lookup by
+// kernel name (BenchmarkStatusLookup).
 //
 // # Decisions
 //

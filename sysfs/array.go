@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -43,17 +43,26 @@ func (a Array) FS() FS { return a.fs }
 // Path returns the path of an attribute below the array's md/ directory
 // (elem such as "sync_action" or "bitmap", "location").
 func (a Array) Path(elem ...string) string {
-	if a.block != "" {
-		return filepath.Join(append([]string{a.block, "md"}, elem...)...)
+	base := a.block
+	if base == "" {
+		base = join(a.fs.root, "block", a.name)
 	}
-	return a.fs.Path(append([]string{"block", a.name, "md"}, elem...)...)
+	switch len(elem) {
+	case 0:
+		return join(base, "md")
+	case 1:
+		return join(base, "md", elem[0])
+	case 2:
+		return join(base, "md", elem[0], elem[1])
+	}
+	return join(base, append([]string{"md"}, elem...)...)
 }
 
 // blockPath returns the path of an attribute of the array's own block
 // device directory (block/mdX/size).
 func (a Array) blockPath(attr string) string {
 	if a.block != "" {
-		return filepath.Join(a.block, attr)
+		return join(a.block, attr)
 	}
 	return a.fs.Path("block", a.name, attr)
 }
@@ -289,22 +298,12 @@ func (a Array) BitmapSpace() (uint64, error) { return parseAt(a.Path("bitmap", "
 // Members returns the array's members: the dev-* directories, sorted by
 // name. Faulty members that are still bound are included.
 func (a Array) Members() ([]Member, error) {
-	ents, err := os.ReadDir(a.Path())
+	ms, err := a.MembersInKernelOrder()
 	if err != nil {
-		return nil, fmt.Errorf("sysfs: %w", err)
+		return nil, err
 	}
-	return a.members(ents), nil
-}
-
-// members keeps the dev-* directories of ents, in their order.
-func (a Array) members(ents []fs.DirEntry) []Member {
-	var out []Member
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "dev-") && e.IsDir() {
-			out = append(out, Member{array: a, dir: e.Name()})
-		}
-	}
-	return out
+	slices.SortFunc(ms, func(x, y Member) int { return strings.Compare(x.dir, y.dir) })
+	return ms, nil
 }
 
 // MembersInKernelOrder is Members in the order the kernel lists the
@@ -312,16 +311,15 @@ func (a Array) members(ents []fs.DirEntry) []Member {
 // is the order mdadm, reading the directory, sees the members in; its
 // decisions at assembly depend on it.
 func (a Array) MembersInKernelOrder() ([]Member, error) {
-	f, err := os.Open(a.Path())
+	dirs, err := listDir(a.Path(), "dev-", true)
 	if err != nil {
 		return nil, fmt.Errorf("sysfs: %w", err)
 	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, fmt.Errorf("sysfs: %w", err)
+	out := make([]Member, 0, len(dirs))
+	for _, d := range dirs {
+		out = append(out, Member{array: a, dir: d})
 	}
-	return a.members(ents), nil
+	return out, nil
 }
 
 // Member returns the member whose kernel device name is name (such as

@@ -66,8 +66,7 @@ func (fsys FS) Root() string { return fsys.root }
 // Path joins elem below the root. It is the only place that builds a path
 // into the tree; elem uses '/' separators.
 func (fsys FS) Path(elem ...string) string {
-	parts := append([]string{fsys.root}, elem...)
-	return filepath.Join(parts...)
+	return join(fsys.root, elem...)
 }
 
 // ErrFormat is matched by every error for an attribute whose content
@@ -222,4 +221,31 @@ func (fsys FS) Array(name string) (Array, error) {
 		return Array{}, fmt.Errorf("sysfs: array %s: %s is not a directory: %w", name, p, fs.ErrNotExist)
 	}
 	return a, nil
+}
+
+// join is filepath.Join(base, elem...) with one allocation when base and
+// every element are already clean (no empty, "." or ".." element, no
+// doubled or trailing slash), which the attribute paths of a status report
+// are: a report builds hundreds of them.
+func join(base string, elem ...string) string {
+	n := len(base)
+	clean := base != "" && (base == "/" || !strings.HasSuffix(base, "/")) && !strings.Contains(base, "//") && !strings.Contains(base, "/.")
+	for _, e := range elem {
+		if !clean {
+			break
+		}
+		n += 1 + len(e)
+		clean = e != "" && e[0] != '/' && e[len(e)-1] != '/' && e[0] != '.' && !strings.Contains(e, "//") && !strings.Contains(e, "/.")
+	}
+	if !clean || base == "/" {
+		return filepath.Join(append([]string{base}, elem...)...)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(base)
+	for _, e := range elem {
+		b.WriteByte('/')
+		b.WriteString(e)
+	}
+	return b.String()
 }
