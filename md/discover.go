@@ -30,6 +30,12 @@ import (
 // Error and the rest of the report is still filled in; Discover itself
 // fails only when the list of arrays cannot be read or ctx is done.
 func (m *Manager) Discover(ctx context.Context) (*Report, error) {
+	return m.discover(ctx, nil)
+}
+
+// discover is Discover; with a Poller's p, each array's superblocks are
+// read as p decides (Poller).
+func (m *Manager) discover(ctx context.Context, p *Poller) (*Report, error) {
 	names, err := m.fs.Arrays()
 	if err != nil {
 		return nil, fmt.Errorf("md: listing arrays: %w", err)
@@ -46,7 +52,13 @@ func (m *Manager) Discover(ctx context.Context) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r.Arrays[i] = m.status(fsys, names[i])
+				if p == nil {
+					r.Arrays[i] = m.status(fsys, names[i])
+					continue
+				}
+				a := build(m.readPolled(fsys, names[i], p.memory(names[i])), m.devRoot)
+				m.describeFreeze(&a)
+				r.Arrays[i] = a
 			}
 		}()
 	}
@@ -62,6 +74,9 @@ func (m *Manager) Discover(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	sort.Slice(r.Arrays, func(i, j int) bool { return lessDevice(r.Arrays[i].Device, r.Arrays[j].Device) })
+	if p != nil {
+		p.forget(names)
+	}
 	return r, nil
 }
 
@@ -451,6 +466,13 @@ func (m *Manager) read(name string) *snapshot { return m.readFS(m.fs.WithCache()
 // readFS takes a snapshot through fsys, which may carry a cache shared by
 // the snapshots of one pass.
 func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
+	return m.readPolled(fsys, name, nil)
+}
+
+// readPolled is readFS that, with a Poller's memory pm, reads the
+// members' superblocks only when sysfs shows the array changed since
+// they were last read (Poller).
+func (m *Manager) readPolled(fsys sysfs.FS, name string, pm *pollMemory) *snapshot {
 	s := &snapshot{name: name}
 	a, err := fsys.Array(name)
 	if err != nil {
@@ -520,12 +542,15 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 	s.note("members", err)
 	// The superblocks are read (from the disks) while sysfs is read.
 	var sbs func() []sbResult
+	var names []string
 	if s.metadata.Kind == sysfs.MetadataNative {
-		names := make([]string, len(members))
+		names = make([]string, len(members))
 		for i, mem := range members {
 			names[i] = mem.Name()
 		}
-		sbs = m.startSuperblocks(names, s.metadata)
+		if pm == nil {
+			sbs = m.startSuperblocks(names, s.metadata)
+		}
 	}
 	// The rdN links say which member holds which slot; they are read
 	// only for a member whose slot attribute cannot be (readMember).
@@ -548,6 +573,9 @@ func (m *Manager) readFS(fsys sysfs.FS, name string) *snapshot {
 			s.errs = append(s.errs, ms.badSysfs...)
 		}
 		s.members = append(s.members, ms)
+	}
+	if pm != nil && names != nil {
+		sbs = pm.superblocks(m, s, names)
 	}
 	if sbs != nil {
 		m.addSuperblocks(s, sbs())

@@ -126,7 +126,13 @@
 //
 // # Snapshots
 //
-// NewCollector with an *md.Manager reads sysfs on every scrape. A daemon
+// NewCollector with an *md.Manager reads sysfs and every member's
+// superblock on every scrape. An exporter that is scraped every few
+// seconds should pass an *md.Poller (Manager.NewPoller) instead: it reads
+// the superblocks once and then only when sysfs shows an array changed,
+// so that steady-state scrapes read no member disk (idle disks can spin
+// down); the trade-off, member events as of their last read, is in
+// Poller's documentation. A daemon
 // that takes snapshots anyway serves them instead with Latest, whose Set is
 // a watch.Options.Snapshot: mdctl watch --metrics-listen does so. There
 // mdraid_scrape_error is 1, with no array series, before the first
@@ -152,7 +158,8 @@ import (
 	"github.com/go-mdraid/mdraid/md/metrics/promtext"
 )
 
-// Source produces a status report; *md.Manager and *Latest are sources.
+// Source produces a status report; *md.Manager, *md.Poller and *Latest
+// are sources.
 type Source = promtext.Source
 
 // Latest is a Source that serves the snapshot most recently given to its
