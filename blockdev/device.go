@@ -153,7 +153,13 @@ func describe(fsys sysfs.FS, devRoot, dir string, brief bool) (*Device, error) {
 		disk = path.Dir(dir)
 		d.Parent = path.Base(disk)
 	}
-	d.Model, d.Serial, d.WWN = identity(t, disk)
+	// The partitions of a disk share its identity: read once per pass.
+	id := fsys.Memo("blockdev.identity:"+disk, func() any {
+		var id [3]string
+		id[0], id[1], id[2] = identity(t, disk)
+		return id
+	}).([3]string)
+	d.Model, d.Serial, d.WWN = id[0], id[1], id[2]
 	if brief {
 		return d, nil
 	}

@@ -112,8 +112,14 @@ func pathIDsAt(fsys sysfs.FS, name, dir string, partition bool) (id, compat stri
 		suffix = "-part" + sysnum(path.Base(dir))
 		dir = path.Dir(dir)
 	}
-	w := walker{t: t, dev: dir}
-	id, compat, reason := w.walk()
+	// The partitions of a disk share its walk: once per pass.
+	walked := fsys.Memo("blockdev.pathid:"+dir, func() any {
+		w := walker{t: t, dev: dir}
+		var r [3]string
+		r[0], r[1], r[2] = w.walk()
+		return r
+	}).([3]string)
+	id, compat, reason := walked[0], walked[1], walked[2]
 	if reason != "" {
 		return id, "", &PathIDError{Name: name, Partial: id, Reason: reason}
 	}

@@ -18,8 +18,9 @@ const maxLinks = 40
 // resolved to. sysfs paths share long prefixes (devices/pci0000:00/...),
 // so a pass that describes many devices saves most of its lstat calls.
 type resolveCache struct {
-	mu sync.Mutex
-	m  map[string]string // clean absolute path -> resolved absolute path
+	mu   sync.Mutex
+	m    map[string]string // clean absolute path -> resolved absolute path
+	memo map[string]any    // Memo's values by key
 }
 
 // WithCache returns a copy of fs that remembers resolved links and
@@ -29,6 +30,36 @@ type resolveCache struct {
 func (fsys FS) WithCache() FS {
 	fsys.cache = &resolveCache{m: make(map[string]string)}
 	return fsys
+}
+
+// Memo returns the value f gives for key, calling f once per cache made
+// by WithCache (on an FS without one, on every call). It is for facts
+// derived from the tree that one pass needs many times, such as a whole
+// disk's identity for each of its partitions; a key names what the value
+// derives from (a package prefix and a path). Two goroutines asking for a
+// key at once may both call f; the first value stored is kept.
+func (fsys FS) Memo(key string, f func() any) any {
+	c := fsys.cache
+	if c == nil {
+		return f()
+	}
+	c.mu.Lock()
+	v, ok := c.memo[key]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = f()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.memo[key]; ok {
+		return old
+	}
+	if c.memo == nil {
+		c.memo = map[string]any{}
+	}
+	c.memo[key] = v
+	return v
 }
 
 // resolve returns the path p with every link resolved, like

@@ -279,6 +279,10 @@ func TestStatusGarbageAttributes(t *testing.T) {
 					t.Skipf("%s: not in this capture", attr)
 				}
 				c.Assert(os.WriteFile(path, []byte(value+"\n"), 0o644), qt.IsNil)
+				if attr == "sync_completed" || attr == "sync_speed" {
+					// Read only while a sync runs (idle: "none").
+					c.Assert(os.WriteFile(filepath.Join(filepath.Dir(path), "sync_action"), []byte("check\n"), 0o644), qt.IsNil)
+				}
 				roots := []string{"--sysfs", sys, "--dev", dev}
 				code, out, errOut := runCLI(t, append([]string{"status"}, roots...)...)
 				c.Check(code, qt.Equals, exitUnreadable, qt.Commentf("stdout:\n%s\nstderr:\n%s", out, errOut))
