@@ -220,6 +220,10 @@ func TestPathID(t *testing.T) {
 				got2, err2 := d.PathID(fsys)
 				c.Assert(got2, qt.Equals, got)
 				c.Assert(err2 == nil, qt.Equals, err == nil, qt.Commentf("%v, %v", err2, err))
+				// Described at its directory, the device is the same.
+				d2, err := LookupIdentityAt(fsys, "/dev", d.Dir)
+				c.Assert(err, qt.IsNil)
+				c.Assert(d2, qt.DeepEquals, d)
 			}
 			if tt.isErr != nil {
 				c.Assert(err, qt.ErrorIs, tt.isErr)
@@ -227,6 +231,11 @@ func TestPathID(t *testing.T) {
 			}
 			c.Assert(err, qt.IsNil)
 		})
+	}
+
+	for _, dir := range []string{"", "/devices/x", "../sys/devices"} {
+		_, err := LookupIdentityAt(fsys, "/dev", dir)
+		c.Assert(err, qt.ErrorIs, fs.ErrInvalid, qt.Commentf("%q", dir))
 	}
 
 	_, err := PathID(fsys, "cciss!c0d0")

@@ -77,6 +77,17 @@ func LookupIdentity(fsys sysfs.FS, devRoot, name string) (*Device, error) {
 	return describe(fsys, devRoot, dir, true)
 }
 
+// LookupIdentityAt is [LookupIdentity] for the device whose sysfs
+// directory (relative to the root, as [sysfs.FS.Rel] gives it) is dir,
+// such as the resolved block link of an md member (sysfs.BlockLink.Dir):
+// it saves resolving class/block/NAME again.
+func LookupIdentityAt(fsys sysfs.FS, devRoot, dir string) (*Device, error) {
+	if dir == "" || path.IsAbs(dir) || strings.HasPrefix(dir, "../") || strings.Contains(dir, "\x00") {
+		return nil, fmt.Errorf("blockdev: invalid device directory %q: %w", dir, fs.ErrInvalid)
+	}
+	return describe(fsys, devRoot, path.Clean(dir), true)
+}
+
 // LookupDev is [Lookup] by device number, through sysfs dev/block/MAJ:MIN.
 func LookupDev(fsys sysfs.FS, devRoot string, dev sysfs.DevNum) (*Device, error) {
 	dir, err := fsys.Rel(fsys.Path("dev", "block", dev.String()))

@@ -745,15 +745,19 @@ func (m *Manager) readMember(fsys sysfs.FS, mem sysfs.Member, slotLink func(dir 
 	// The block link names the member's own block device; the dev-* name
 	// can differ from it only by '!' for '/'.
 	kname := mem.Name()
+	lookup := func() (*blockdev.Device, error) { return blockdev.LookupIdentity(fsys, m.devRoot, kname) }
 	if bl, err := mem.Block(); err == nil {
 		kname = bl.Name
+		// The link is resolved: describe the device there rather than
+		// resolve class/block/NAME to the same directory again.
+		lookup = func() (*blockdev.Device, error) { return blockdev.LookupIdentityAt(fsys, m.devRoot, bl.Dir) }
 	} else {
 		note("block", err)
 	}
 	ms.Device = kname
 	ms.Path = path.Join(m.devRoot, kname)
 	pathID := func() (string, error) { return blockdev.PathID(fsys, kname) }
-	if d, err := blockdev.LookupIdentity(fsys, m.devRoot, kname); err == nil {
+	if d, err := lookup(); err == nil {
 		ms.Path = d.Node
 		ms.DevNum = d.Dev
 		ms.SizeBytes = d.Size
