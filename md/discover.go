@@ -195,6 +195,10 @@ type identity struct {
 	members, superblocks int
 }
 
+// slotsTried is how many slots identity looks at for a member: an array
+// missing its first members is read from its listing.
+const slotsTried = 4
+
 // identityReaders is how many arrays identities reads at once. Its time
 // is the members' superblock reads, which wait for the disks rather than
 // use a CPU; sixteen at once keep a system of 64 arrays from starting 64
@@ -227,8 +231,10 @@ func (m *Manager) identities(fsys sysfs.FS, arrays []string, byUUID bool) []iden
 	return ids
 }
 
-// identity reads the identity of the array name: the freshest of its
-// members' superblocks (as build takes it), else the kernel's md/uuid.
+// identity reads the identity of the array name: of a started array the
+// superblock of the member in its lowest slot (among the first
+// slotsTried), else the freshest of its members' superblocks (as build
+// takes it), else the kernel's md/uuid.
 // For a lookup by UUID (byUUID), the UUID of an array the kernel has
 // validated (md/uuid is not zero) is md/uuid and no superblock is read:
 // the kernel took it from the members' superblocks, which all carry it,
@@ -248,6 +254,25 @@ func (m *Manager) identity(fsys sysfs.FS, name string, byUUID bool) identity {
 		if u := kernelUUID(a); u != "" {
 			id.uuid = u
 			return id
+		}
+	}
+	if mv.Kind == sysfs.MetadataNative {
+		// A started array: the member in its lowest slot. The kernel
+		// writes every member that holds a slot at each update, so
+		// they all carry the array's newest events; a slot link is
+		// one readlink, where the listing and a state are seven calls.
+		for slot := range slotsTried {
+			dir, err := a.SlotLink(slot)
+			if err != nil {
+				continue
+			}
+			if sb, err := m.readSuperblock(strings.TrimPrefix(dir, "dev-"), mv); err == nil {
+				id.members, id.superblocks = 1, 1
+				id.uuid = sb.SetUUID.String()
+				id.name, id.homehost = sb.Name(), sb.Homehost()
+				return id
+			}
+			break
 		}
 	}
 	members, _ := a.Members()

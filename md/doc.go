@@ -40,12 +40,14 @@
 // UUID is chosen by whoever wrote the disk, so one that more than one
 // array carries is refused (ErrAmbiguous) rather than guessed; a name
 // that matches nothing gives ErrNoArray. To be sure of that, a lookup by
-// name or UUID reads the identity of every array: of a running array the
-// superblock of its first in-sync member (the kernel writes them all at
-// each update, so they carry the array's newest events), of any other
-// every member's superblock, as a status report takes it (the freshest).
-// It reads no other member fact, and costs about twice a lookup by
-// kernel name (BenchmarkStatusLookup).
+// name reads the identity of every array: of a started array the
+// superblock of the member in its lowest slot (the kernel writes every
+// member that holds a slot at each update, so they carry the array's
+// newest events), of any other every member's superblock, as a status
+// report takes it (the freshest). A lookup by UUID takes a started
+// array's UUID from the kernel (md/uuid) and reads no superblock. Neither
+// reads any other member fact (BenchmarkStatusLookup compares them with
+// a lookup by kernel name).
 //
 // # Decisions
 //

@@ -342,6 +342,19 @@ func (a Array) Member(name string) (Member, error) {
 // Do not rely on them: a replacement member has no rdN link, and after a
 // completed replace the link of its slot can vanish. The slot of a member
 // is [Member.Slot].
+// SlotLink returns the directory name ("dev-vdb") of the member the
+// array's rdN link for slot names: the kernel makes the link when it
+// gives a member of a started array its slot. An error matching
+// fs.ErrNotExist means no member holds the slot (or the array has not
+// started).
+func (a Array) SlotLink(slot int) (string, error) {
+	t, err := readLinkBase(a.Path("rd" + strconv.Itoa(slot)))
+	if err != nil {
+		return "", fmt.Errorf("sysfs: %w", err)
+	}
+	return t, nil
+}
+
 func (a Array) SlotLinks() (map[int]string, error) {
 	ents, err := os.ReadDir(a.Path())
 	if err != nil {
