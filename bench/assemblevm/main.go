@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/go-mdraid/mdraid/bench/internal/cpuprofile"
+	"github.com/go-mdraid/mdraid/bench/internal/guestrun"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/go-mdraid/mdraid/md"
 )
@@ -146,7 +147,7 @@ func runHost(n int, old string, trace, profile bool) error {
 }
 
 // profileAssemble calls md.Manager.Assemble n times in this process
-// under the CPU profiler, each after a reset, and reports the wall time
+// under the CPU profiler, each after a guestrun.Reset, and reports the wall time
 // of each call. The resets run in child processes, which the profiler
 // does not see.
 func profileAssemble(file string, n int) error {
@@ -154,7 +155,7 @@ func profileAssemble(file string, n int) error {
 	if err != nil {
 		return err
 	}
-	times, err := cpuprofile.Run(file, n, reset, func() error {
+	times, err := cpuprofile.Run(file, n, guestrun.Reset, func() error {
 		res, err := m.Assemble(context.Background(), md.AssembleRequest{})
 		if err == nil && len(res.Added) != 2*arrays {
 			err = fmt.Errorf("in-process Assemble added %d devices, want %d", len(res.Added), 2*arrays)
@@ -164,29 +165,7 @@ func profileAssemble(file string, n int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("RESULT in-process Assemble: min %v median %v max %v\n", slices.Min(times), median(times), slices.Max(times))
-	return nil
-}
-
-func sh(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
-// reset stops every array and forgets names and the map, so that each
-// assembly starts from the same state.
-func reset() error {
-	if _, err := sh("mdadm", "--stop", "--scan"); err != nil {
-		return err
-	}
-	for _, p := range []string{"/dev/md", "/run/mdadm"} {
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
-	}
+	fmt.Printf("RESULT in-process Assemble: min %v median %v max %v\n", slices.Min(times), guestrun.Median(times), slices.Max(times))
 	return nil
 }
 
@@ -216,12 +195,6 @@ func timed(env []string, args ...string) (wall, user, sys time.Duration, err err
 	return wall, user, sys, nil
 }
 
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
 func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	metas := []string{"1.2", "1.0", "1.1", "0.90", "1.2", "1.0", "1.2", "1.2"}
 	host, _ := os.Hostname()
@@ -237,7 +210,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 		if i == 4 {
 			args = append(args, "--bitmap=internal")
 		}
-		if o, err := sh("mdadm", args...); err != nil {
+		if o, err := guestrun.Sh("mdadm", args...); err != nil {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 	}
@@ -264,7 +237,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 	}
 	for i := -1; i < n; i++ { // round -1 warms up
 		for j := range jobs {
-			if err := reset(); err != nil {
+			if err := guestrun.Reset(); err != nil {
 				return err
 			}
 			d, u, sy, err := timed(jobs[j].env, jobs[j].args...)
@@ -278,21 +251,21 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 			}
 		}
 	}
-	uname, _ := sh("uname", "-r")
-	ver, _ := sh("mdadm", "--version")
+	uname, _ := guestrun.Sh("uname", "-r")
+	ver, _ := guestrun.Sh("mdadm", "--version")
 	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
 	fmt.Printf("RESULT %d RAID1 arrays, %d interleaved rounds, 2 vCPU TCG guest, whole process\n", arrays, n)
-	base := median(jobs[0].times)
+	base := guestrun.Median(jobs[0].times)
 	for _, j := range jobs {
-		m := median(j.times)
+		m := guestrun.Median(j.times)
 		fmt.Printf("RESULT %-26s median %9v (user CPU %v, system CPU %v), ratio to mdadm %.2f\n", j.label+":", m.Round(100*time.Microsecond),
-			median(j.usr).Round(100*time.Microsecond), median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
+			guestrun.Median(j.usr).Round(100*time.Microsecond), guestrun.Median(j.sys_).Round(100*time.Microsecond), float64(m)/float64(base))
 	}
 	// Where the floor's time goes, step by step.
-	if err := reset(); err != nil {
+	if err := guestrun.Reset(); err != nil {
 		return err
 	}
-	steps, err := sh(floorArgs[0], append([]string{"-times"}, floorArgs[1:]...)...)
+	steps, err := guestrun.Sh(floorArgs[0], append([]string{"-times"}, floorArgs[1:]...)...)
 	if err != nil {
 		return err
 	}
@@ -309,7 +282,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 			if j.env != nil || j.untraced {
 				continue // the same program as another job, or the floor
 			}
-			if err := reset(); err != nil {
+			if err := guestrun.Reset(); err != nil {
 				return err
 			}
 			if err := traced(j.label, j.args); err != nil {
@@ -325,7 +298,7 @@ func runGuest(n int, old string, trace bool, out string, profile bool) error {
 func traced(label string, args []string) error {
 	f := "/tmp/assemble.trace"
 	start := time.Now()
-	if o, err := sh("strace", append([]string{"-f", "-tt", "-T", "-o", f}, args...)...); err != nil {
+	if o, err := guestrun.Sh("strace", append([]string{"-f", "-tt", "-T", "-o", f}, args...)...); err != nil {
 		return fmt.Errorf("%v: %s", err, o)
 	}
 	wall := time.Since(start)

@@ -46,6 +46,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-mdraid/mdraid/bench/internal/cpuprofile"
+	"github.com/go-mdraid/mdraid/bench/internal/guestrun"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics"
@@ -136,14 +137,6 @@ func runHost(n, rounds, polls, cpus int, profile bool) error {
 	}
 	fmt.Println("scalevm: wrote", dst, "(go tool pprof -top", dst+")")
 	return nil
-}
-
-func sh(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
 }
 
 func disk(i int) string { return fmt.Sprintf("vd%c", 'a'+i) }
@@ -245,7 +238,7 @@ func create(from, to int) error {
 	host, _ := os.Hostname()
 	for k := from; k < to; k++ {
 		a, b := members(k)
-		if o, err := sh("mdadm", "--create", fmt.Sprintf("/dev/md%d", k), "--run", "--assume-clean",
+		if o, err := guestrun.Sh("mdadm", "--create", fmt.Sprintf("/dev/md%d", k), "--run", "--assume-clean",
 			"--level=1", "--raid-devices=2", "--metadata=1.2", "--homehost="+host,
 			fmt.Sprintf("--name=s%d", k), a, b); err != nil {
 			return fmt.Errorf("%v: %s", err, o)
@@ -275,12 +268,6 @@ func measure(args ...string) (sample, error) {
 	return sample{time.Duration(wall), time.Duration(utime + stime)}, nil
 }
 
-func median[T int64 | time.Duration](xs []T) T {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // statusRatio times mdadm --detail --scan --verbose and mdctl status,
 // n rounds after one to warm up, each round in a random order.
 func statusRatio(n, count int) error {
@@ -308,11 +295,11 @@ func statusRatio(n, count int) error {
 			}
 		}
 	}
-	base := median(jobs[0].walls)
+	base := guestrun.Median(jobs[0].walls)
 	for _, j := range jobs {
-		m := median(j.walls)
+		m := guestrun.Median(j.walls)
 		fmt.Printf("RESULT %d arrays: %-32s median %9v (CPU %v), ratio to mdadm %.2f\n", count, j.label+":",
-			m.Round(100*time.Microsecond), median(j.cpus).Round(100*time.Microsecond), float64(m)/float64(base))
+			m.Round(100*time.Microsecond), guestrun.Median(j.cpus).Round(100*time.Microsecond), float64(m)/float64(base))
 	}
 	return nil
 }
@@ -342,7 +329,7 @@ func lookups(ctx context.Context, m *md.Manager, n, count int) error {
 				ts = append(ts, d)
 			}
 		}
-		med := median(ts)
+		med := guestrun.Median(ts)
 		if base == 0 {
 			base = med
 		}
@@ -442,7 +429,7 @@ func pollReads(ctx context.Context, m *md.Manager, k int) error {
 	// A member fails between two polls.
 	_, b := members(5)
 	before := p.SuperblockReads()
-	if o, err := sh("mdadm", "/dev/md5", "--fail", b); err != nil {
+	if o, err := guestrun.Sh("mdadm", "/dev/md5", "--fail", b); err != nil {
 		return fmt.Errorf("%v: %s", err, o)
 	}
 	ios, _, _, err := readsOver(1, func() error {
@@ -536,25 +523,12 @@ func putBack(k int) error {
 	_, b := members(k)
 	dev := fmt.Sprintf("/dev/md%d", k)
 	for _, args := range [][]string{{dev, "--remove", b}, {"--zero-superblock", b}, {dev, "--add", b}} {
-		if o, err := sh("mdadm", args...); err != nil {
+		if o, err := guestrun.Sh("mdadm", args...); err != nil {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 	}
-	if o, err := sh("mdadm", "--wait", dev); err != nil && !strings.Contains(err.Error(), "exit status 1") {
+	if o, err := guestrun.Sh("mdadm", "--wait", dev); err != nil && !strings.Contains(err.Error(), "exit status 1") {
 		return fmt.Errorf("%v: %s", err, o)
-	}
-	return nil
-}
-
-// reset stops every array and forgets names and the map.
-func reset() error {
-	if _, err := sh("mdadm", "--stop", "--scan"); err != nil {
-		return err
-	}
-	for _, p := range []string{"/dev/md", "/run/mdadm"} {
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -572,7 +546,7 @@ func assembleRatio(rounds int) error {
 	}
 	for i := 0; i < rounds; i++ {
 		for j := range jobs {
-			if err := reset(); err != nil {
+			if err := guestrun.Reset(); err != nil {
 				return err
 			}
 			cmd := exec.Command(jobs[j].args[0], jobs[j].args[1:]...)
@@ -589,9 +563,9 @@ func assembleRatio(rounds int) error {
 			jobs[j].walls = append(jobs[j].walls, d)
 		}
 	}
-	base := median(jobs[0].walls)
+	base := guestrun.Median(jobs[0].walls)
 	for _, j := range jobs {
-		m := median(j.walls)
+		m := guestrun.Median(j.walls)
 		fmt.Printf("RESULT %d arrays: %-24s median %v of %d (%v), ratio to mdadm %.2f\n", arrays, j.label+":", m.Round(time.Millisecond), rounds, j.walls, float64(m)/float64(base))
 	}
 	return nil
@@ -618,8 +592,8 @@ func runGuest(n, rounds, polls int, profile bool) error {
 	if err != nil {
 		return err
 	}
-	uname, _ := sh("uname", "-r")
-	ver, _ := sh("mdadm", "--version")
+	uname, _ := guestrun.Sh("uname", "-r")
+	ver, _ := guestrun.Sh("mdadm", "--version")
 	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
 	fmt.Printf("RESULT %d vCPU TCG guest; %d disks of %d GPT partitions (%d MiB each); RAID1, metadata 1.2, no bitmap, clean\n",
 		runtime.NumCPU(), disks, partitions, partMiB)
@@ -650,7 +624,7 @@ func runGuest(n, rounds, polls int, profile bool) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("RESULT in-process Discover of %d arrays: median %v\n", arrays, median(times))
+		fmt.Printf("RESULT in-process Discover of %d arrays: median %v\n", arrays, guestrun.Median(times))
 		return nil
 	}
 	if err := watchLatency(ctx, m); err != nil {

@@ -38,6 +38,7 @@ import (
 	"unsafe"
 
 	"github.com/go-mdraid/mdraid/bench/internal/cpuprofile"
+	"github.com/go-mdraid/mdraid/bench/internal/guestrun"
 	"github.com/go-mdraid/mdraid/internal/fixture"
 	"github.com/go-mdraid/mdraid/internal/sysfstree"
 	"github.com/go-mdraid/mdraid/internal/vmtest"
@@ -210,14 +211,6 @@ func straceCount(args ...string) (string, error) {
 	return string(b), err
 }
 
-func sh(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
 // sample is one call of a command.
 type sample struct {
 	wall, cpu time.Duration // cpu: user + system
@@ -247,12 +240,6 @@ func measure(name string, args ...string) (sample, error) {
 	return s, nil
 }
 
-// median returns the middle value of xs (sorted in place).
-func median[T int64 | time.Duration](xs []T) T {
-	sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
-	return xs[len(xs)/2]
-}
-
 func runGuest(n int, out, old string, trace, profile, costs bool) error {
 	// Eight RAID1 arrays over sixteen disks, in the metadata versions
 	// mdadm offers, all clean.
@@ -267,11 +254,11 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 		if i == 4 {
 			args = append(args, "--bitmap=internal")
 		}
-		if o, err := sh("mdadm", args...); err != nil {
+		if o, err := guestrun.Sh("mdadm", args...); err != nil {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 	}
-	if o, err := sh("mdctl", "status"); err != nil {
+	if o, err := guestrun.Sh("mdctl", "status"); err != nil {
 		return fmt.Errorf("%v: %s", err, o)
 	} else {
 		fmt.Print(o)
@@ -318,8 +305,8 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 			j.samples = append(j.samples, s)
 		}
 	}
-	uname, _ := sh("uname", "-r")
-	ver, _ := sh("mdadm", "--version")
+	uname, _ := guestrun.Sh("uname", "-r")
+	ver, _ := guestrun.Sh("mdadm", "--version")
 	fmt.Printf("RESULT kernel %s, %s", strings.TrimSpace(uname), ver)
 	// The guest's clock source: the Go runtime reads the clock often, and
 	// a guest that fell back from tsc (hpet, acpi_pm: an emulated device
@@ -335,13 +322,13 @@ func runGuest(n int, out, old string, trace, profile, costs bool) error {
 			wall, cpu = append(wall, s.wall), append(cpu, s.cpu)
 			rss, flt = append(rss, s.rss), append(flt, s.minflt)
 		}
-		w := median(wall)
+		w := guestrun.Median(wall)
 		if i == 0 {
 			base = w
 		}
 		fmt.Printf("RESULT %-34s %9v wall, %9v CPU, peak RSS %5.1f MB (max %5.1f), %5d minor faults; wall ratio to mdadm --detail %.2f\n",
-			j.label+":", w.Round(10*time.Microsecond), median(cpu).Round(10*time.Microsecond),
-			float64(median(rss))/1024, float64(slices.Max(rss))/1024, median(flt), float64(w)/float64(base))
+			j.label+":", w.Round(10*time.Microsecond), guestrun.Median(cpu).Round(10*time.Microsecond),
+			float64(guestrun.Median(rss))/1024, float64(slices.Max(rss))/1024, guestrun.Median(flt), float64(w)/float64(base))
 	}
 	if trace {
 		for _, args := range [][]string{
@@ -570,7 +557,7 @@ func captureSystem(dir string) error {
 			return err
 		}
 	}
-	detail, err := sh("mdadm", "--detail", "--scan", "--verbose")
+	detail, err := guestrun.Sh("mdadm", "--detail", "--scan", "--verbose")
 	if err != nil {
 		return err
 	}
