@@ -30,6 +30,12 @@
 // so. The JSON form of [Report] is a stable schema ([SchemaVersion]),
 // documented in STATUS-JSON.md at the module root.
 //
+// Discover reads every member's superblock with O_DIRECT on every call,
+// as fresh as the disk. A program that asks every few seconds (an
+// exporter, a reconcile loop) should ask a [Poller] ([Manager.NewPoller])
+// instead: it reads the superblocks again only for an array whose sysfs
+// facts changed, so that in steady state it reads no member disk.
+//
 // # Naming arrays
 //
 // Every call that takes an array accepts it as a user would type it: the
