@@ -168,3 +168,39 @@ func ExampleManager_Heal() {
 	// md0 slot 1 pci-0000:00:11.0 vdb refused true
 	// md0 slot 1 pci-0000:00:11.0 vdz would-heal false
 }
+
+// Poll the arrays as a controller's loop would: the Poller reads the
+// members' superblocks on its first report and then only for an array
+// whose sysfs facts changed. Here a member of the captured mirror fails
+// between two polls (md/mdtest plays the kernel's part).
+func ExamplePoller() {
+	sys, err := mdtest.New("raid1-v1.2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sys.Close()
+	m, err := md.Open(sys.Config())
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := m.NewPoller()
+	poll := func() {
+		report, err := p.Discover(context.Background())
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, a := range report.Arrays {
+			fmt.Printf("%s %s; superblocks read so far: %d\n", a.Device, a.Availability, p.SuperblockReads())
+		}
+	}
+	poll()
+	poll()
+	sys.Fail("vdb")
+	poll()
+	poll()
+	// Output:
+	// md0 online; superblocks read so far: 2
+	// md0 online; superblocks read so far: 2
+	// md0 degraded; superblocks read so far: 4
+	// md0 degraded; superblocks read so far: 4
+}
