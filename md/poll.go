@@ -21,7 +21,8 @@ import (
 // metadata, raid_disks, degraded count, layout, chunk or component size,
 // sync action or array state (other than the moves between clean, active,
 // active-idle and write-pending that every write makes), or one of its
-// members' list, states, slots or bad-block counts. Everything else in the
+// members' list, states, slots, bad-block counts or disks (serial, WWN,
+// size, by-path port). Everything else in the
 // report is read from sysfs on every call, as Discover reads it, so a
 // failed member, a sync that starts or ends, a member added or removed
 // shows in the next report.
@@ -34,7 +35,9 @@ import (
 // the kernel writes (all members alike, so Stale is unaffected), and a
 // superblock rewritten on the disk by something other than the array's
 // kernel (a dd, a tool that writes a bound member) is not seen until
-// sysfs changes or Reset is called. A superblock that could not be read
+// sysfs changes or Reset is called; so is a member replaced between two
+// calls, sync finished, by a disk with the same kernel name, device
+// number, serial, WWN, size and port (a disk without a serial). A superblock that could not be read
 // is read again on every call until it can be. For a report as fresh as
 // the disk, as mdctl status gives, call Manager.Discover.
 //
@@ -139,7 +142,11 @@ func pollKey(s *snapshot) string {
 	fmt.Fprintf(&b, "%v %s %s %q %d %s %d %d %d %q\n", s.dev, state, s.level, s.metadata.Raw,
 		s.raidDisks, deg, s.layout, s.chunk, s.component, s.action)
 	for _, ms := range s.members {
-		fmt.Fprintf(&b, "%s %v %d %q %d %t\n", ms.Device, ms.DevNum, ms.Slot, ms.state, ms.BadBlocks, ms.left)
+		// The disk's identity (serial, WWN, size, port), read from
+		// sysfs on every call, tells a disk swapped in under the same
+		// kernel name and device number between two calls.
+		fmt.Fprintf(&b, "%s %v %d %q %d %t %q %q %d %q\n", ms.Device, ms.DevNum, ms.Slot, ms.state, ms.BadBlocks, ms.left,
+			ms.Serial, ms.WWN, ms.SizeBytes, ms.ByPath)
 	}
 	return b.String()
 }

@@ -112,3 +112,24 @@ func TestPollerRetriesUnreadSuperblocks(t *testing.T) {
 	c.Assert(err, qt.IsNil)
 	c.Assert(p.SuperblockReads(), qt.Equals, uint64(20))
 }
+
+// TestPollerSeesASwappedDisk: a member's disk swapped between two polls
+// under the same kernel name and device number (its serial differs, as
+// sysfs shows it) has its superblock read again.
+func TestPollerSeesASwappedDisk(t *testing.T) {
+	c := qt.New(t)
+	m, sys, _ := eightArrays(t)
+	p := m.NewPoller()
+	ctx := context.Background()
+	r, err := p.Discover(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.SuperblockReads(), qt.Equals, uint64(16))
+	serial := filepath.Join(sys, "block", "vdb", "serial")
+	old, err := os.ReadFile(serial)
+	c.Assert(err, qt.IsNil)
+	c.Assert(os.WriteFile(serial, []byte("another-disk\n"), 0o644), qt.IsNil)
+	r2, err := p.Discover(ctx)
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.SuperblockReads(), qt.Equals, uint64(18), qt.Commentf("md0's superblocks again (serial was %q)", old))
+	c.Assert(r2.Arrays[0].Slots[1].Member.Serial, qt.Not(qt.Equals), r.Arrays[0].Slots[1].Member.Serial)
+}
