@@ -56,7 +56,10 @@ func (m *Manager) discover(ctx context.Context, p *Poller) (*Report, error) {
 					r.Arrays[i] = m.status(fsys, names[i])
 					continue
 				}
-				a := build(m.readPolled(fsys, names[i], p.memory(names[i])), m.devRoot)
+				pm := p.memory(names[i])
+				s := m.readPolled(fsys, names[i], pm)
+				s.bitmap = pm.bitmapOf(m, s)
+				a := build(s, m.devRoot)
 				m.describeFreeze(&a)
 				r.Arrays[i] = a
 			}
@@ -450,6 +453,9 @@ type snapshot struct {
 	// kernelNums is what GET_DISK_INFO said; nil when not asked (status)
 	// or when the ioctl failed (see devnumbers.go).
 	kernelNums *kernelNumbers
+	// bitmap is the write-intent bitmap as status reads it (bitmapOf);
+	// nil when not read (decisions do not read it) or there is none.
+	bitmap *ArrayBitmap
 	// sysUUID is the kernel's md/uuid (canonical), read only when no
 	// member superblock could be read (a user who may not open the
 	// members still sees the array's identity).

@@ -96,6 +96,10 @@ type Array struct {
 	// unknown future word is passed through as read. Empty (left out of
 	// JSON) when the array has no such attribute.
 	LastSyncAction sysfs.SyncAction `json:"last_sync_action,omitempty"`
+	// Bitmap is the array's internal write-intent bitmap, as its freshest
+	// superblock places it; nil (left out of JSON) when it has none or no
+	// member's superblock could be read.
+	Bitmap *ArrayBitmap `json:"bitmap,omitempty"`
 	// LastCheck is, from the check records of a Store (Report.AddChecks;
 	// mdctl status --store), the last completed check or repair and any
 	// unfinished pass; nil (left out of JSON) without a store or record.

@@ -30,7 +30,8 @@ import (
 // The trade-off: between those changes the superblock facts in a report
 // are as of their last read. They are the array's identity (UUID, name,
 // homehost, level and layout names), which no kernel changes while the
-// array is assembled, and each member's events, role and device UUID. A
+// array is assembled, each member's events, role and device UUID, and
+// the bitmap's dirty count (Array.Bitmap), read with them. A
 // member's Events therefore lag the disk by the clean and dirty marks
 // the kernel writes (all members alike, so Stale is unaffected), and a
 // superblock rewritten on the disk by something other than the array's
@@ -103,6 +104,27 @@ type pollMemory struct {
 	key     string
 	names   []string
 	results []sbResult
+	// hit: the last superblocks call served remembered results.
+	hit bool
+	// bitmap is the bitmap read with the remembered superblocks.
+	bitmap *ArrayBitmap
+}
+
+// bitmapOf is Manager.bitmapOf for s, whose superblocks pm served: the
+// bitmap read with them when they were remembered, else read now (and
+// remembered when it could be read).
+func (pm *pollMemory) bitmapOf(m *Manager, s *snapshot) *ArrayBitmap {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if pm.hit && pm.bitmap != nil {
+		return pm.bitmap
+	}
+	b := m.bitmapOf(s, s.newest())
+	pm.bitmap = nil
+	if pm.key != "" && (b == nil || b.Err == nil) {
+		pm.bitmap = b
+	}
+	return b
 }
 
 // superblocks returns the superblocks of the members named (in order) of
@@ -113,7 +135,8 @@ func (pm *pollMemory) superblocks(m *Manager, s *snapshot, names []string) func(
 	key := pollKey(s)
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	if pm.key == key && slices.Equal(pm.names, names) {
+	pm.hit = pm.key == key && slices.Equal(pm.names, names)
+	if pm.hit {
 		res := slices.Clone(pm.results)
 		return func() []sbResult { return res }
 	}

@@ -11,9 +11,23 @@ import (
 )
 
 func (m *Manager) status(fsys sysfs.FS, name string) Array {
-	a := build(m.readFS(fsys, name), m.devRoot)
+	s := m.readFS(fsys, name)
+	s.bitmap = m.bitmapOf(s, s.newest())
+	a := build(s, m.devRoot)
 	m.describeFreeze(&a)
 	return a
+}
+
+// newest is the freshest superblock among the members' (the first with
+// the highest events), as derive takes it.
+func (s *snapshot) newest() *superblock.Superblock {
+	var n *superblock.Superblock
+	for _, mem := range s.members {
+		if mem.sb != nil && (n == nil || mem.sb.Events > n.Events) {
+			n = mem.sb
+		}
+	}
+	return n
 }
 
 // build turns a snapshot into the reported model. All health decisions
@@ -42,6 +56,11 @@ func build(s *snapshot, devRoot string) Array {
 	a.SizeBytes = s.size * 512
 	a.ComponentBytes = s.component * 1024
 	running := d.running
+
+	if s.bitmap != nil {
+		b := *s.bitmap
+		a.Bitmap = &b
+	}
 
 	// Identity from the freshest superblock, else the UUID from sysfs.
 	a.UUID = s.sysUUID
@@ -242,11 +261,7 @@ func derive(s *snapshot) derived {
 	d.running = bare != nil && s.level != sysfs.LevelContainer && s.level != sysfs.LevelNone &&
 		s.state != sysfs.StateInactive && s.state != sysfs.StateClear && s.state != ""
 
-	for _, mem := range s.members {
-		if mem.sb != nil && (d.newest == nil || mem.sb.Events > d.newest.Events) {
-			d.newest = mem.sb
-		}
-	}
+	d.newest = s.newest()
 	d.layout = s.layout
 	if !d.running && d.newest != nil {
 		d.layout = int64(d.newest.Layout)

@@ -1,0 +1,87 @@
+package md
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	qt "github.com/frankban/quicktest"
+	"github.com/go-mdraid/mdraid/internal/fixture"
+	"github.com/go-mdraid/mdraid/superblock"
+)
+
+// TestCountDirty: the set bits among the first n, a partial last byte
+// counted from its low bits as mdadm's count_dirty_bits does.
+func TestCountDirty(t *testing.T) {
+	c := qt.New(t)
+	buf := []byte{0xff, 0x0f, 0xf0}
+	for _, tc := range []struct{ bits, want uint64 }{
+		{0, 0}, {1, 1}, {8, 8}, {12, 12}, {16, 12}, {20, 12}, {21, 13}, {24, 16},
+	} {
+		c.Check(countDirty(buf, tc.bits), qt.Equals, tc.want, qt.Commentf("%d bits", tc.bits))
+	}
+}
+
+// TestStatusBitmapHostile: the bitmap's size comes from the disk. A
+// header that claims more bits than a status reads (or than the device
+// holds), or a lockless bitmap, is an error in Array.Bitmap, matched by
+// errors.Is, and the rest of the report is as before.
+func TestStatusBitmapHostile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		field int64 // offset in the bitmap superblock
+		value uint64
+		size  int // bytes written
+		is    error
+	}{
+		{"huge sync size", 40, 1 << 62, 8, superblock.ErrOutOfRange},
+		{"bits past every bound (Bits saturates)", 40, 1<<64 - 1, 8, superblock.ErrOutOfRange},
+		{"chunk not a power of two", 52, 3, 4, superblock.ErrInvalid},
+		{"lockless", 4, uint64(superblock.BitmapMajorLockless), 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := qt.New(t)
+			m := fixtureManager(t, fixture.Named(t, "raid1-bitmap"))
+			ctx := context.Background()
+			before, err := m.Status(ctx, "md0")
+			c.Assert(err, qt.IsNil)
+			c.Assert(before.Bitmap, qt.IsNotNil)
+			c.Assert(before.Bitmap.Error, qt.Equals, "")
+			off, err := superblock.BitmapLocation(newestOf(t, m))
+			c.Assert(err, qt.IsNil)
+			for _, d := range []string{"vda", "vdb"} {
+				f, err := os.OpenFile(filepath.Join(m.devRoot, d), os.O_RDWR, 0)
+				c.Assert(err, qt.IsNil)
+				b := make([]byte, 8)
+				binary.LittleEndian.PutUint64(b, tc.value)
+				_, err = f.WriteAt(b[:tc.size], off+tc.field)
+				c.Assert(err, qt.IsNil)
+				c.Assert(f.Close(), qt.IsNil)
+			}
+			a, err := m.Status(ctx, "md0")
+			c.Assert(err, qt.IsNil)
+			c.Assert(a.Bitmap, qt.IsNotNil)
+			c.Check(a.Bitmap.Dirty, qt.IsNil)
+			c.Check(a.Bitmap.Error, qt.Not(qt.Equals), "")
+			if tc.is != nil {
+				c.Check(errors.Is(a.Bitmap.Err, tc.is), qt.IsTrue, qt.Commentf("%v", a.Bitmap.Err))
+			}
+			c.Check(a.Availability, qt.Equals, before.Availability)
+			c.Check(a.Errors, qt.DeepEquals, before.Errors)
+		})
+	}
+}
+
+// newestOf is the freshest member superblock of md0.
+func newestOf(t *testing.T, m *Manager) *superblock.Superblock {
+	t.Helper()
+	s := m.read("md0")
+	n := s.newest()
+	if n == nil {
+		t.Fatal("no superblock")
+	}
+	return n
+}
