@@ -45,34 +45,13 @@ func (m *Manager) discover(ctx context.Context, p *Poller) (*Report, error) {
 	// The arrays are read on as many goroutines as there are CPUs: each
 	// attribute is an open, a read and a close of a sysfs file, and that
 	// is kernel work that another CPU can do at the same time.
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if p == nil {
-					r.Arrays[i] = m.status(fsys, names[i])
-					continue
-				}
-				pm := p.memory(names[i])
-				s := m.readPolled(fsys, names[i], pm)
-				s.bitmap = pm.bitmapOf(m, s)
-				a := build(s, m.devRoot)
-				m.describeFreeze(&a)
-				r.Arrays[i] = a
-			}
-		}()
-	}
-	for i := range names {
-		if err = ctx.Err(); err != nil {
-			break
+	err = forEach(ctx, len(names), runtime.GOMAXPROCS(0), func(i int) {
+		var pm *pollMemory
+		if p != nil {
+			pm = p.memory(names[i])
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		r.Arrays[i] = m.statusPolled(fsys, names[i], pm)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +60,33 @@ func (m *Manager) discover(ctx context.Context, p *Poller) (*Report, error) {
 		p.forget(names)
 	}
 	return r, nil
+}
+
+// forEach calls f(i) for each i below n on up to workers goroutines, and
+// returns when every call has; it starts no new call once ctx is done,
+// and then returns ctx's error.
+func forEach(ctx context.Context, n, workers int, f func(i int)) error {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	var err error
+	for i := range n {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return err
 }
 
 // lessDevice orders md9 before md10 and md126 before md127.
@@ -215,22 +221,9 @@ const identityReaders = 16
 // must read to be sure that one array alone carries the name.
 func (m *Manager) identities(fsys sysfs.FS, arrays []string, byUUID bool) []identity {
 	ids := make([]identity, len(arrays))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(identityReaders, len(arrays)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				ids[i] = m.identity(fsys, arrays[i], byUUID)
-			}
-		}()
-	}
-	for i := range arrays {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	_ = forEach(context.Background(), len(arrays), identityReaders, func(i int) {
+		ids[i] = m.identity(fsys, arrays[i], byUUID)
+	})
 	return ids
 }
 
@@ -286,17 +279,6 @@ func (m *Manager) identity(fsys sysfs.FS, name string, byUUID bool) identity {
 		for i, mem := range members {
 			names[i] = mem.Name()
 		}
-		if first := firstInSync(members); first != "" {
-			// A running array: the kernel writes every in-sync
-			// member's superblock at each update, so they carry the
-			// highest events, and the first of them in the listing is
-			// the one build takes (the first with the highest).
-			if sb, err := m.readSuperblock(first, mv); err == nil {
-				names = nil
-				id.superblocks = 1
-				newest = sb
-			}
-		}
 		for _, r := range m.startSuperblocks(names, mv)() {
 			if r.sb == nil {
 				continue
@@ -325,19 +307,6 @@ func kernelUUID(a sysfs.Array) string {
 		return ""
 	}
 	return u.String()
-}
-
-// firstInSync returns the kernel name of the first member, in the
-// listing's order, whose state says in sync, or "" when none does. The
-// kernel marks members in sync only when it validates them to run the
-// array (not while an array is assembled and not started).
-func firstInSync(members []sysfs.Member) string {
-	for _, mem := range members {
-		if st, err := mem.State(); err == nil && st.Has(sysfs.FlagInSync) && !st.Failed() {
-			return mem.Name()
-		}
-	}
-	return ""
 }
 
 // unread reports whether the array has members but no name could be read

@@ -10,9 +10,17 @@ import (
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
-func (m *Manager) status(fsys sysfs.FS, name string) Array {
-	s := m.readFS(fsys, name)
-	s.bitmap = m.bitmapOf(s, s.newest())
+func (m *Manager) status(fsys sysfs.FS, name string) Array { return m.statusPolled(fsys, name, nil) }
+
+// statusPolled is status reading the superblocks and bitmap as a
+// Poller's memory pm of the array decides (all of them when pm is nil).
+func (m *Manager) statusPolled(fsys sysfs.FS, name string, pm *pollMemory) Array {
+	s := m.readPolled(fsys, name, pm)
+	if pm == nil {
+		s.bitmap = m.bitmapOf(s, s.newest())
+	} else {
+		s.bitmap = pm.bitmapOf(m, s)
+	}
 	a := build(s, m.devRoot)
 	m.describeFreeze(&a)
 	return a
