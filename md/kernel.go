@@ -54,6 +54,10 @@ type kernel interface {
 	// bitmap, "+8" or "-16" loads the one written at that offset from
 	// the superblock (sectors).
 	SetBitmapLocation(array, loc string) error
+	// SetComponentSize writes md/component_size (KiB).
+	SetComponentSize(array string, kib uint64) error
+	// SetMemberSize writes md/dev-MEMBER/size (KiB).
+	SetMemberSize(array, member string, kib uint64) error
 	// SetSlot writes md/dev-MEMBER/slot.
 	SetSlot(array, member string, slot int) error
 	// WriteState writes md/dev-MEMBER/state.
@@ -282,6 +286,24 @@ func (k sysKernel) SetBitmapLocation(array, loc string) error {
 		return err
 	}
 	return a.SetBitmapLocation(loc)
+}
+
+// SetComponentSize writes md/component_size.
+func (k sysKernel) SetComponentSize(array string, kib uint64) error {
+	a, err := k.fs.Array(array)
+	if err != nil {
+		return err
+	}
+	return a.SetComponentSize(kib)
+}
+
+// SetMemberSize writes md/dev-MEMBER/size.
+func (k sysKernel) SetMemberSize(array, member string, kib uint64) error {
+	m, err := k.member(array, member)
+	if err != nil {
+		return err
+	}
+	return m.SetSize(kib)
 }
 
 func (k sysKernel) member(array, member string) (sysfs.Member, error) {

@@ -180,6 +180,24 @@ func (k *fakeKernel) SetBitmapLocation(array, loc string) error {
 	return k.set(k.attr(array, "bitmap", "location"), loc)
 }
 
+func (k *fakeKernel) SetComponentSize(array string, kib uint64) error {
+	if err := k.record("SetComponentSize", array, kib); err != nil {
+		return err
+	}
+	if err := k.set(k.attr(array, "component_size"), fmt.Sprint(kib)); err != nil {
+		return err
+	}
+	// The array's size as md sets it for raid1 (the fixtures' level).
+	return k.set(k.fs.Path("block", array, "size"), fmt.Sprint(kib*2))
+}
+
+func (k *fakeKernel) SetMemberSize(array, member string, kib uint64) error {
+	if err := k.record("SetMemberSize", array, member, kib); err != nil {
+		return err
+	}
+	return k.set(k.attr(array, "dev-"+member, "size"), fmt.Sprint(kib))
+}
+
 func (k *fakeKernel) SetSlot(array, member string, slot int) error {
 	if err := k.record("SetSlot", array, member, slot); err != nil {
 		return err

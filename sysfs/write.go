@@ -66,6 +66,16 @@ func (a Array) SetBitmapLocation(loc string) error {
 	return writeAttr(a.Path("bitmap", "location"), loc)
 }
 
+// SetComponentSize writes component_size (KiB): the space each member
+// gives the array. On a running array md resizes it (update_size): 0
+// means the most every member can give; it answers EBUSY while a sync
+// runs, EROFS when the array is read-only, ENOSPC when a member (spares
+// and faulty members included) gives less, and EINVAL for levels it
+// cannot resize.
+func (a Array) SetComponentSize(kib uint64) error {
+	return writeAttr(a.Path("component_size"), strconv.FormatUint(kib, 10))
+}
+
 // WriteState writes cmd to the member's state. See [MemberCommand] for
 // the commands and their quirks; the kernel rejects unknown ones with
 // EINVAL.
@@ -84,6 +94,17 @@ func (m Member) SetSlot(s Slot) error {
 		return fmt.Errorf("sysfs: %s: cannot write slot %v: %w", m.Path("slot"), s, fs.ErrInvalid)
 	}
 	return writeAttr(m.Path("slot"), s.String())
+}
+
+// SetSize writes size (KiB): the space the member can give the array.
+// For an active member of a running array with persistent metadata md
+// records it in the member's superblock first (rdev_size_change: 0
+// means as much as the device holds; 1.0 and 0.90 superblocks are
+// written at the device's end), then answers EINVAL when it is less
+// than the array uses and EBUSY when the metadata cannot say it (a 1.0
+// or 0.90 member with an internal bitmap).
+func (m Member) SetSize(kib uint64) error {
+	return writeAttr(m.Path("size"), strconv.FormatUint(kib, 10))
 }
 
 // SetRecoveryStart writes recovery_start (sectors): where recovery of
