@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/alecthomas/kong"
@@ -52,20 +51,8 @@ func (c *BitmapCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) err
 		rep.Array = rep.Plan.Array
 	}
 	rep.Result, rep.Error = resultWord(err, c.DryRun), errorText(err)
-	if c.JSON {
-		if perr := printJSON(k.Stdout, rep); perr != nil {
-			return perr
-		}
-	}
-	switch {
-	case errors.Is(err, md.ErrRefused):
-		return &exitError{code: exitRefused, msg: err.Error()}
-	case err != nil && len(rep.Written) > 0:
-		return &exitError{code: exitPartial, msg: err.Error()}
-	case err != nil:
-		return &exitError{code: exitFailure, msg: err.Error()}
-	case c.JSON:
-		return nil
+	if done, exit := changeOutcome(k.Stdout, c.JSON, rep, err, len(rep.Written) > 0); done {
+		return exit
 	}
 	p := rep.Plan
 	array := escape.Text(p.Array)

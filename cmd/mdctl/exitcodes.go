@@ -63,7 +63,7 @@ var exitTable = []exitGroup{
 		{2, "a device has no md superblock"},
 		{3, "a device could not be opened or read"},
 	}},
-	{[]string{"replace", "fail", "remove", "run", "re-add", "set", "bitmap"}, []exitRow{
+	{[]string{"replace", "fail", "remove", "run", "re-add", "set", "bitmap", "grow"}, []exitRow{
 		{exitOK, "done, already so, or the dry run's checks passed"},
 		{exitFailure, "the system could not be read"},
 		{exitRefused, "refused, nothing written: " + noSuchArray + ", a planner refusal, a held lock, an unsafe run directory"},

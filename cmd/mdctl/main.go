@@ -66,6 +66,7 @@ type CLI struct {
 	Set         SetCmd         `cmd:"" help:"Set or clear a member's write-mostly or failfast flag (kept in its superblock)."`
 	ReAdd       ReAddCmd       `cmd:"" name:"re-add" help:"Put a former member back into its own slot (mdadm --re-add): with a bitmap only what changed is copied."`
 	Bitmap      BitmapCmd      `cmd:"" help:"Add or remove the internal write-intent bitmap of a running array (mdadm --grow --bitmap=)."`
+	Grow        GrowCmd        `cmd:"" help:"Use the space every member has (--size=max, after bigger disks) or a given size, as mdadm --grow --size; never changes the number of members."`
 	Run         RunCmd         `cmd:"" help:"Start an assembled, inactive array with the members it has (last resort)."`
 	Assemble    AssembleCmd    `cmd:"" help:"Assemble arrays from their superblocks, with no configuration: every array with --scan, as udev does at boot."`
 	Incremental IncrementalCmd `cmd:"" help:"Add one device to its array and start the array when complete, as udev's mdadm --incremental."`

@@ -41,3 +41,25 @@ func errorText(err error) string {
 	}
 	return err.Error()
 }
+
+// changeOutcome ends a one-array change (bitmap, grow) after its report
+// is filled in: prints the report with --json, and maps err to the exit
+// code (refused; failed after writing something when written; failed).
+// done is true when the command has nothing more to print: an error, or
+// --json.
+func changeOutcome(w io.Writer, asJSON bool, rep any, err error, written bool) (done bool, exit error) {
+	if asJSON {
+		if perr := printJSON(w, rep); perr != nil {
+			return true, perr
+		}
+	}
+	switch {
+	case errors.Is(err, md.ErrRefused):
+		return true, &exitError{code: exitRefused, msg: err.Error()}
+	case err != nil && written:
+		return true, &exitError{code: exitPartial, msg: err.Error()}
+	case err != nil:
+		return true, &exitError{code: exitFailure, msg: err.Error()}
+	}
+	return asJSON, nil
+}
