@@ -32,7 +32,9 @@ type ArrayBitmap struct {
 	// is degraded it clears none. Nil when it was not read (Error says
 	// why).
 	Dirty *uint64 `json:"dirty,omitempty"`
-	From  string  `json:"from,omitempty"`
+	// From is the member read: the in-sync member in the lowest slot,
+	// or for an array not started one holding the freshest superblock.
+	From string `json:"from,omitempty"`
 	// Version is the bitmap superblock's version (4 on Linux; 6 is the
 	// lockless bitmap, whose per-chunk states are not decoded).
 	Version uint32 `json:"version,omitempty"`
@@ -48,7 +50,8 @@ const maxBitmapStatusRead = 1 << 20
 
 // bitmapOf reads the bitmap of the snapshot's freshest superblock from
 // the first member, in slot order, that is in sync and whose superblock
-// is that array's; nil when the superblock says there is none.
+// is that array's, or (an array not started) that holds that freshest
+// superblock; nil when the superblock says there is none.
 func (m *Manager) bitmapOf(s *snapshot, newest *superblock.Superblock) *ArrayBitmap {
 	if newest == nil || !newest.HasBitmap() {
 		return nil
@@ -68,7 +71,21 @@ func (m *Manager) bitmapOf(s *snapshot, newest *superblock.Superblock) *ArrayBit
 		}
 	}
 	if from == nil {
-		b.setErr(errors.New("no in-sync member's superblock was read"))
+		// An array that is not started has no in-sync member: read a
+		// member holding the freshest superblock, whose bitmap is the
+		// array's as it was left.
+		for i := range s.members {
+			ms := &s.members[i]
+			if ms.sb == nil || ms.sb.SetUUID != newest.SetUUID || ms.sb.Events != newest.Events || ms.state.Failed() {
+				continue
+			}
+			if from == nil || (ms.Slot >= 0 && (from.Slot < 0 || ms.Slot < from.Slot)) {
+				from = ms
+			}
+		}
+	}
+	if from == nil {
+		b.setErr(errors.New("no superblock of an in-sync member, nor the freshest one, was read"))
 		return b
 	}
 	b.From = from.Device

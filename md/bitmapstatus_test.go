@@ -75,6 +75,30 @@ func TestStatusBitmapHostile(t *testing.T) {
 	}
 }
 
+// TestStatusBitmapNotStarted: an array assembled but not started has no
+// in-sync member; its bitmap is read from a member holding the freshest
+// superblock, as mdadm --examine-bitmap of that member reads it.
+func TestStatusBitmapNotStarted(t *testing.T) {
+	c := qt.New(t)
+	m := fixtureManager(t, fixture.Named(t, "raid1-bitmap"))
+	ctx := context.Background()
+	running, err := m.Status(ctx, "md0")
+	c.Assert(err, qt.IsNil)
+	c.Assert(running.Bitmap, qt.IsNotNil)
+	md := m.fs.Path("block", "md0", "md")
+	c.Assert(os.WriteFile(filepath.Join(md, "array_state"), []byte("inactive\n"), 0o644), qt.IsNil)
+	for _, d := range []string{"vda", "vdb"} {
+		c.Assert(os.WriteFile(filepath.Join(md, "dev-"+d, "state"), []byte("\n"), 0o644), qt.IsNil)
+	}
+	a, err := m.Status(ctx, "md0")
+	c.Assert(err, qt.IsNil)
+	c.Assert(a.Bitmap, qt.IsNotNil)
+	c.Check(a.Bitmap.Error, qt.Equals, "")
+	c.Check(a.Bitmap.From, qt.Not(qt.Equals), "")
+	c.Check(a.Bitmap.Chunks, qt.Equals, running.Bitmap.Chunks)
+	c.Check(a.Bitmap.Dirty, qt.DeepEquals, running.Bitmap.Dirty)
+}
+
 // newestOf is the freshest member superblock of md0.
 func newestOf(t *testing.T, m *Manager) *superblock.Superblock {
 	t.Helper()
