@@ -444,6 +444,9 @@ func ResetDisks() error {
 		if err := zeroAll(d.Path, d.Size); err != nil {
 			return err
 		}
+		if err := forgetPartitions(d); err != nil {
+			return err
+		}
 	}
 	os.Remove("/run/mdadm/map")
 	// Without udev, /dev/md/<name> links outlive their arrays.
@@ -451,6 +454,50 @@ func ResetDisks() error {
 	for _, l := range links {
 		if _, err := os.Stat(l); err != nil {
 			os.Remove(l)
+		}
+	}
+	return nil
+}
+
+// forgetPartitions makes the kernel drop the partitions a test made on d
+// (its table is zeroed by now): zeroing the disk leaves them in sysfs,
+// and the next test's blank check rightly refuses a disk with kernel
+// partitions. BLKRRPART reads the empty table; sysfs drops them before
+// it returns, devtmpfs the nodes a moment later.
+func forgetPartitions(d Disk) error {
+	parts, _ := filepath.Glob("/sys/block/" + d.Name + "/" + d.Name + "*")
+	if len(parts) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(d.Path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKRRPART, 0); err != nil {
+		return fmt.Errorf("BLKRRPART %s (partitions %v): %w", d.Path, parts, err)
+	}
+	for _, p := range parts {
+		if _, err := os.Stat(p); err == nil {
+			return fmt.Errorf("%s: partition %s still in sysfs after BLKRRPART", d.Path, filepath.Base(p))
+		}
+	}
+	// devtmpfs removes the nodes it made; one a test made with mknod
+	// stays, and goes here.
+	deadline := time.Now().Add(2 * time.Second)
+	for _, p := range parts {
+		node := "/dev/" + filepath.Base(p)
+		for {
+			if _, err := os.Stat(node); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				if err := os.Remove(node); err != nil {
+					return err
+				}
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return nil
