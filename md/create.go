@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/go-mdraid/mdraid/superblock"
+	"github.com/go-mdraid/mdraid/sysfs"
 )
 
 // This file holds the create planner: a request and the facts of its
@@ -101,6 +102,9 @@ type CreateDevice struct {
 	// a mount, a holder, an open descriptor), or is empty when nothing
 	// does.
 	InUse string
+	// DevNum is the device's number (0.90 descriptors record it); zero
+	// for an image file.
+	DevNum sysfs.DevNum
 	// Unknown says which facts of the device could not be established,
 	// and why; empty when all were. A device with one is refused.
 	Unknown string
@@ -335,9 +339,6 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	if p.Version != superblock.Version090 && !p.Version.Is1x() {
 		return nil, refuseCreate(a, CheckMetadata, "unsupported metadata %v", req.Metadata)
 	}
-	if p.Version == superblock.Version090 {
-		return nil, refuseCreate(a, CheckMetadata, "metadata 0.90 is not implemented by create yet; use 1.0 for a mirror read at byte 0")
-	}
 
 	// Level, device count, chunk and layout.
 	lv := req.Level
@@ -414,7 +415,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	if req.Homehost != "" && !strings.Contains(name, ":") && len(req.Homehost)+1+len(name) < 32 {
 		full = req.Homehost + ":" + name
 	}
-	if len(full) > 31 {
+	if p.Version.Is1x() && len(full) > 31 {
 		return nil, refuseCreate(a, CheckName, "name %q is %d bytes: at most 31 fit (mdadm would cut it)", full, len(full))
 	}
 	p.Name = full
@@ -521,6 +522,13 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		case superblock.Version10:
 			ds &^= 7
 			overhead = 16 + bblogSectors + chooseBMSpace(devSectors(d))
+		case superblock.Version090:
+			// MD_NEW_SIZE_SECTORS: the superblock's 64 KiB at the last
+			// 64 KiB boundary but one; the data is everything before.
+			if ds < 2*reserved090 {
+				return nil, refuseCreate(a, CheckSize, "%s is too small: %d sectors cannot hold 0.90 metadata (%d sectors)", d.Path, ds, 2*reserved090)
+			}
+			overhead = ds - (ds&^(reserved090-1) - reserved090)
 		default:
 			overhead = dataOff
 		}
@@ -585,12 +593,7 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 
 	// Device numbers and roles, as mdadm's two-pass add: the device at
 	// insert is added last, as a spare with the next number.
-	type slot struct {
-		dev    int // index into f.Devices
-		number uint32
-		role   superblock.Role
-		slot   int
-	}
+	type slot = createSlot
 	var slots []slot
 	for i := range f.Devices {
 		if i == insert || f.Devices[i].absent() {
@@ -628,6 +631,10 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		if room > 128*2 {
 			room = 128 * 2
 		}
+		if p.Version == superblock.Version090 {
+			// add_internal_bitmap0: right after the superblock, 60 KiB.
+			room = 60 * 2
+		}
 		if room <= 1 {
 			return nil, refuseCreate(a, CheckBitmap, "no room for a bitmap on members of %d sectors", p.UsedSectors)
 		}
@@ -646,11 +653,14 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 			return nil, refuseCreate(a, CheckBitmap, "bitmap chunk %d bytes does not fit", c)
 		}
 		bmChunk = uint32(c)
-		if p.Version == superblock.Version10 {
+		switch p.Version {
+		case superblock.Version090:
+			bmOffset = 8
+		case superblock.Version10:
 			bits := bmSync*512/c + 1
 			r := ((bits+7)/8 + superblock.BitmapSize + 4095) / 4096 * 8
 			bmOffset = -int32(r) - bblogSectors
-		} else {
+		default:
 			bmOffset = 8
 		}
 		check("bitmap", "internal, %d KiB chunks, at %d sectors from the superblock", c>>10, bmOffset)
@@ -683,6 +693,10 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		resync = maxSector
 	}
 	ctime := uint64(f.Now.Unix()) & (1<<40 - 1)
+
+	if p.Version == superblock.Version090 {
+		return plan090(p, req, f, slots, n, spares, missing, resync == maxSector, bitmap, bmSync, bmChunk, sizeKiB, check)
+	}
 
 	var raid0Sectors uint64
 	for _, s := range slots {

@@ -124,7 +124,7 @@ func (m *Manager) target(array string, entries []mapfile.Entry) (createTarget, s
 // everything that holds the device is named in InUse, a fact that could
 // not be established in Unknown.
 func createDeviceFacts(c *Candidate) CreateDevice {
-	d := CreateDevice{Path: c.Path, SizeBytes: c.SizeBytes, LogicalBlockSize: uint32(c.LogicalBlockSize)}
+	d := CreateDevice{Path: c.Path, SizeBytes: c.SizeBytes, LogicalBlockSize: uint32(c.LogicalBlockSize), DevNum: c.dev}
 	var use []string
 	if !c.BlockDevice && !c.Image {
 		use = append(use, "not a block device")

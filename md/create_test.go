@@ -77,6 +77,7 @@ func TestPlanCreateMatchesMdadm(t *testing.T) {
 	}{
 		{fixture: "raid1-v1.0", req: CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 2, Metadata: superblock.Version10, Homehost: "vmtest", Devices: devs2}},
 		{fixture: "raid1-v1.0-k7.2", req: CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 2, Metadata: superblock.Version10, Homehost: "vmtest", Devices: devs2}},
+		{fixture: "raid1-v0.90", req: CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 2, Metadata: superblock.Version090, Homehost: "vmtest", Devices: devs2}},
 		{fixture: "raid1-v1.1", req: CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 2, Metadata: superblock.Version11, Homehost: "vmtest", Devices: devs2}},
 		{fixture: "raid1-v1.2", req: CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 2, Metadata: superblock.Version12, Homehost: "vmtest", Devices: devs2}},
 		{fixture: "boot-mirror", req: CreateRequest{Array: "/dev/md/boot", Name: "boot", Homehost: "talos", Level: 1, RaidDevices: 2, Metadata: superblock.Version10, Devices: devs2}},
@@ -121,7 +122,13 @@ func TestPlanCreateMatchesMdadm(t *testing.T) {
 				got, err := superblock.Decode(m.Writes[0].Data)
 				c.Assert(err, qt.IsNil)
 				c.Check(fieldsOf(got, nil).DataOffset, qt.Equals, m.Superblock.DataOffset)
-				c.Check(m.Writes[0].Offset, qt.Equals, int64(sb.SuperOffset)*512)
+				c.Check(m.Writes[0].Offset, qt.Equals, sb.DiskOffset)
+				if p.Version == superblock.Version090 {
+					// mdadm's mark of a local 0.90 array: the UUID's
+					// last 8 bytes are the SHA-1 of the homehost.
+					c.Check(m.Superblock.SetUUID[8:], qt.DeepEquals, sb.SetUUID[8:], qt.Commentf("%s vs %s", m.Superblock.SetUUID, sb.SetUUID))
+					c.Check(m.Superblock.MDMinor, qt.Equals, sb.MDMinor)
+				}
 				// The slot the member fills once the array runs.
 				c.Check(sb.Role(), qt.Equals, superblock.Role(m.Slot), qt.Commentf("%s", fm.Name))
 			}
@@ -238,4 +245,76 @@ func TestPlanCreateRefuses(t *testing.T) {
 			c.Check(err, qt.ErrorMatches, tt.msg)
 		})
 	}
+}
+
+// TestPlanCreate090: the 0.90 rules mdadm's super0.c follows: the bitmap
+// 4 KiB after the superblock, 60 KiB written; the descriptors of a raid5
+// whose last device is the spare recovery fills (number and raid_disk 3,
+// descriptor 2 unused, as mdadm's two passes number them), and of a
+// missing slot;
+// the array state; the device limit and raid0's one-size rule.
+func TestPlanCreate090(t *testing.T) {
+	c := qt.New(t)
+	devs := []string{"/dev/vda", "/dev/vdb", "/dev/vdc"}
+	p, err := PlanCreate(CreateRequest{Array: "/dev/md0", Level: 5, RaidDevices: 3, Metadata: superblock.Version090,
+		Bitmap: BitmapInternal, Devices: devs}, createFacts(devs, 64<<20))
+	c.Assert(err, qt.IsNil)
+	c.Assert(p.Members, qt.HasLen, 3)
+	sb := p.Members[0].Superblock
+	c.Check(sb.Size, qt.Equals, uint64(130944)&^1023) // 512 KiB chunks
+	c.Check(sb.State, qt.Equals, superblock.ArrayClean|superblock.ArrayBitmapPresent)
+	c.Check([]uint32{sb.NrDisks, sb.ActiveDisks, sb.WorkingDisks, sb.FailedDisks, sb.SpareDisks}, qt.DeepEquals, []uint32{4, 2, 3, 1, 1})
+	c.Check(sb.Disks[1], qt.Equals, superblock.Descriptor{Number: 1, RaidDisk: 1, State: superblock.DiskActive | superblock.DiskSync})
+	c.Check(sb.Disks[2], qt.Equals, superblock.Descriptor{})
+	c.Check(sb.Disks[3], qt.Equals, superblock.Descriptor{Number: 3, RaidDisk: 3})
+	c.Check(p.Members[2].Superblock.ThisDisk, qt.Equals, sb.Disks[3])
+	for _, m := range p.Members {
+		c.Assert(m.Writes, qt.HasLen, 2)
+		c.Check(m.Writes[0].Offset, qt.Equals, int64(130944)*512)
+		c.Check(m.Writes[1].Offset, qt.Equals, int64(130944)*512+4096)
+		c.Check(len(m.Writes[1].Data), qt.Equals, 60<<10)
+		c.Check(m.Bitmap.State, qt.Equals, superblock.BitmapState(0))
+		got, err := superblock.Decode(m.Writes[0].Data)
+		c.Assert(err, qt.IsNil)
+		c.Check(got.HasBitmap(), qt.IsTrue)
+		// The kernel compares the bitmap's UUID with the superblock's
+		// words as they are in memory (super_90_validate).
+		bm, err := superblock.DecodeBitmap(m.Writes[1].Data[:superblock.BitmapSize])
+		c.Assert(err, qt.IsNil)
+		c.Check(bm.UUID, qt.Equals, got.BitmapUUID())
+		c.Check(bm.UUID, qt.Not(qt.Equals), got.SetUUID)
+		// What the executor writes: the bitmap, then the superblock.
+		rs := createRegions(m)
+		c.Assert(rs, qt.HasLen, 2)
+		c.Check(rs[0].Off, qt.Equals, m.Writes[1].Offset)
+		c.Check(rs[0].Data, qt.DeepEquals, m.Writes[1].Data)
+		c.Check(rs[1].Off, qt.Equals, m.Writes[0].Offset)
+	}
+
+	// A missing slot: its descriptor stays zero; clean (degraded raid5).
+	devs = []string{"/dev/vda", Missing, "/dev/vdc"}
+	p, err = PlanCreate(CreateRequest{Array: "/dev/md0", Level: 5, RaidDevices: 3, Metadata: superblock.Version090, Devices: devs}, createFacts(devs, 64<<20))
+	c.Assert(err, qt.IsNil)
+	sb = p.Members[0].Superblock
+	c.Check(sb.Disks[1], qt.Equals, superblock.Descriptor{})
+	c.Check(sb.State, qt.Equals, superblock.ArrayClean)
+	c.Check([]uint32{sb.NrDisks, sb.ActiveDisks, sb.WorkingDisks, sb.FailedDisks, sb.SpareDisks}, qt.DeepEquals, []uint32{3, 2, 2, 1, 0})
+
+	// Refusals.
+	many := make([]string, 28)
+	for i := range many {
+		many[i] = fmt.Sprintf("/dev/vd%c", 'a'+i%26) + fmt.Sprint(i)
+	}
+	_, err = PlanCreate(CreateRequest{Array: "/dev/md0", Level: 1, RaidDevices: 28, Metadata: superblock.Version090, Devices: many}, createFacts(many, 64<<20))
+	c.Check(err, qt.ErrorMatches, `.*0.90 metadata holds at most 27`)
+	devs = []string{"/dev/vda", "/dev/vdb"}
+	f := createFacts(devs, 64<<20)
+	f.Devices[1].SizeBytes = 96 << 20
+	_, err = PlanCreate(CreateRequest{Array: "/dev/md0", Level: 0, RaidDevices: 2, Metadata: superblock.Version090, Devices: devs}, f)
+	c.Check(err, qt.ErrorMatches, `.*raid0 with 0.90 metadata needs devices of one size.*`)
+	_, err = PlanCreate(CreateRequest{Array: "/dev/md0", Level: 0, RaidDevices: 2, Metadata: superblock.Version090, Layout: "alternate", Devices: devs}, createFacts(devs, 64<<20))
+	c.Check(err, qt.ErrorMatches, `.*0.90 metadata records no raid0 layout.*`)
+	p, err = PlanCreate(CreateRequest{Array: "/dev/md0", Level: 0, RaidDevices: 2, Metadata: superblock.Version090, Devices: devs}, createFacts(devs, 64<<20))
+	c.Assert(err, qt.IsNil)
+	c.Check(p.Layout, qt.Equals, uint32(0))
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,10 +27,16 @@ func examineLayout(c *qt.C, dev string) map[string]string {
 	out := map[string]string{}
 	for _, k := range []string{"Version", "Feature Map", "Raid Level", "Raid Devices", "Avail Dev Size",
 		"Array Size", "Used Dev Size", "Data Offset", "Super Offset", "Unused Space", "Internal Bitmap",
-		"Bad Block Log", "Layout", "Chunk Size", "Device Role", "Name"} {
+		"Bad Block Log", "Layout", "Chunk Size", "Device Role", "Name", "Preferred Minor"} {
 		if v, ok := d.Fields[k]; ok {
 			out[k] = v
 		}
+	}
+	// 0.90: whether mdadm takes the array for this host's (the UUID's
+	// last 8 bytes are the SHA-1 of the homehost).
+	if v, ok := d.Fields["UUID"]; ok {
+		_, host, _ := strings.Cut(v, " ")
+		out["UUID host"] = host
 	}
 	return out
 }
@@ -126,6 +133,9 @@ func TestVMCreate(t *testing.T) {
 			{"raid10-o2", CreateRequest{Level: 10, Layout: "o2"}, []string{"--level=10", "--layout=o2"}, 3},
 			{"raid0", CreateRequest{Level: 0}, []string{"--level=0"}, 2},
 			{"raid1-size", CreateRequest{Level: 1, SizeKiB: 32768}, []string{"--level=1", "--size=32768"}, 2},
+			{"raid1-0.90", CreateRequest{Level: 1, Metadata: superblock.Version090}, []string{"--level=1", "--metadata=0.90"}, 2},
+			{"raid5-0.90-bitmap", CreateRequest{Level: 5, Metadata: superblock.Version090, Bitmap: BitmapInternal}, []string{"--level=5", "--metadata=0.90", "--bitmap=internal"}, 3},
+			{"raid10-0.90", CreateRequest{Level: 10, Metadata: superblock.Version090}, []string{"--level=10", "--metadata=0.90"}, 4},
 		}
 		for _, tt := range cases {
 			t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +146,11 @@ func TestVMCreate(t *testing.T) {
 				req.Array, req.Name, req.Homehost, req.RaidDevices = "/dev/md/lay", "lay", "vmtest", tt.disks
 				args := append([]string{"--create", "/dev/md/lay", "--run", "--name=lay", "--homehost=vmtest",
 					"--raid-devices=" + strconv.Itoa(tt.disks)}, tt.args...)
+				if req.Metadata == superblock.Version090 {
+					// 0.90 records no name.
+					req.Name = ""
+					args = slices.DeleteFunc(args, func(a string) bool { return a == "--name=lay" })
+				}
 				for _, d := range disks {
 					req.Devices = append(req.Devices, d.Path)
 					args = append(args, d.Path)
@@ -162,8 +177,21 @@ func TestVMCreate(t *testing.T) {
 				guest.Reset(t)
 				guest.Mdadm(c, args...)
 				old := strings.Contains(guest.Mdadm(c, "--version"), "v4.2")
+				// 0.90's preferred minor is the md device each was made
+				// as: which one is free depends on what the tests before
+				// left behind.
+				for i := range ours {
+					if v, ok := ours[i]["Preferred Minor"]; ok {
+						c.Check("md"+v, qt.Equals, res.Array)
+						delete(ours[i], "Preferred Minor")
+					}
+				}
 				for i, d := range disks {
 					theirs := examineLayout(c, d.Path)
+					if v, ok := theirs["Preferred Minor"]; ok {
+						c.Check("md"+v, qt.Equals, guest.ArrayName(c, "/dev/md/lay"))
+						delete(theirs, "Preferred Minor")
+					}
 					if tt.req.Level == 0 && old {
 						// mdadm 4.3 and later set the raid0 layout
 						// feature on Linux >= 5.4 (docs/create.md);

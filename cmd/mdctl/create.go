@@ -21,7 +21,7 @@ type CreateCmd struct {
 	Devices     []string `arg:"" help:"The member devices in slot order; 'missing' leaves a slot empty (a degraded array)."`
 	Level       string   `short:"l" required:"" help:"RAID level: 0, 1, 4, 5, 6 or 10 (also raid1, mirror, stripe)."`
 	RaidDevices int      `name:"raid-devices" short:"n" required:"" help:"Number of slots."`
-	Metadata    string   `short:"e" default:"1.2" help:"Superblock version: 1.0, 1.1 or 1.2 (0.90 is not implemented yet)."`
+	Metadata    string   `short:"e" default:"1.2" help:"Superblock version: 0.90, 1.0, 1.1 or 1.2."`
 	Name        string   `short:"N" help:"Array name (default: taken from ARRAY)."`
 	Bitmap      string   `short:"b" enum:"internal,none" default:"none" help:"Write-intent bitmap: internal or none."`
 	Chunk       uint64   `short:"c" help:"Chunk size in KiB (levels 0, 4, 5, 6, 10; default 512)."`
