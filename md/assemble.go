@@ -882,7 +882,7 @@ func (m *Manager) join(res *IncrementalResult, o *offered, run, addSpares bool) 
 		if len(ms) > 0 {
 			why = fmt.Sprintf("its superblock (events %d) names a slot, the array's (events %d) went on without it", o.sb.Events, ms[0].SB.Events)
 		}
-		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: not adding %s to %s, which is running: %s (--run adds it)", ErrLeftBehind, o.kname, array, why))
+		return refuse(incrementalOp, array, o.path, fmt.Errorf("%w: not adding %s to %s, which is running: %s (mdctl re-add puts it back into its slot; mdctl incremental --run adds it as mdadm -I --run does)", ErrLeftBehind, o.kname, array, why))
 	}
 	if len(ms) > 0 {
 		if why := mismatch(ms[0].SB, o.sb); why != "" {

@@ -16,11 +16,12 @@ import (
 //
 //  1. A healthy RAID1 with a write-intent bitmap gets data and is
 //     recorded.
-//  2. Member 1's disk (b) is absent at boot: the mirror starts degraded
-//     and is written to.
-//  3. b is back in its port: heal --re-add puts it back into slot 1 (md
-//     copies what the bitmap marked), and the data reads back the same
-//     from b alone (a is failed for that).
+//  2. Member 1's disk (b) is absent at boot: mdctl assemble --scan --run
+//     (no mdadm) starts the mirror degraded, and it is written to.
+//  3. b is back in its port: mdctl assemble --scan --run leaves the
+//     out-of-date b out and starts the mirror degraded; heal --re-add
+//     puts b back into slot 1 (md copies what the bitmap marked), and the
+//     data reads back the same from b alone (a is failed for that).
 //  4. mdctl re-add puts a back (the operator's command, no store).
 //  5. b is absent again; the mirror is written to.
 //  6. b is back: heal --re-add, a new process reading the store, does not
@@ -34,8 +35,10 @@ func TestHealReAddAcrossBoots(t *testing.T) {
 	a, b := image(t, "a.img"), image(t, "b.img")
 	both := []vmtest.Disk{{Path: a, Slot: 0}, {Path: b, Slot: 1}}
 	alone := []vmtest.Disk{{Path: a, Slot: 0}}
+	// Boots assemble as an OS without mdadm does: mdctl assemble --scan
+	// --run, every disk present offered.
 	degradedWrite := sh(guestLib + `
-		mdadm --assemble /dev/md/boot --run /dev/disk/by-path/pci-0000:00:10.0
+		` + mdctl + ` --homehost talos assemble --scan --run
 		[ "$(attr degraded)" = 1 ]
 		dd if=/dev/urandom of=/dev/md/boot bs=1M count=1 conv=fsync 2>/dev/null
 		sum16 > /state/data.sha256
@@ -57,7 +60,8 @@ func TestHealReAddAcrossBoots(t *testing.T) {
 	boot(t, r, vmtest.Config{
 		Files: files, Shares: []vmtest.Share{share}, Disks: both,
 		Cmd: sh(guestLib + `
-			mdadm --assemble /dev/md/boot --run /dev/disk/by-path/pci-0000:00:10.0
+			rc=0; ` + mdctl + ` --homehost talos assemble --scan --run > /state/asm3.txt 2>&1 || rc=$?
+			cat /state/asm3.txt; echo "assemble exit $rc"
 			[ "$(attr degraded)" = 1 ]
 			` + mdctl + ` heal --store /state/slots.json --re-add | tee /state/heal3.txt
 			wait_idle
@@ -71,6 +75,11 @@ func TestHealReAddAcrossBoots(t *testing.T) {
 			mdadm --stop /dev/md/boot
 		`),
 	})
+	// Assembly at boot left the returned disk out: its superblock is
+	// behind the running array's.
+	asm3, err := os.ReadFile(filepath.Join(share.HostDir, "asm3.txt"))
+	c.Assert(err, qt.IsNil)
+	c.Check(string(asm3), qt.Matches, `(?s).*vda: added to md127 \(/dev/md/boot, 1 of 1 members\): started\..*/dev/vdb: not added: md: out-of-date member of a running array.*`)
 	heal3, err := os.ReadFile(filepath.Join(share.HostDir, "heal3.txt"))
 	c.Assert(err, qt.IsNil)
 	c.Assert(string(heal3), qt.Matches, `(?s)md127 slot 1 \(pci-0000:00:11.0\): healed: re-added /dev/vdb into slot 1: md took it back; with the bitmap only what changed is copied .*`)
