@@ -445,6 +445,7 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 		interval = time.Second
 	}
 	removed := w.Replaced == ""
+	settle := 0
 	for {
 		a, err := m.Status(ctx, w.Array)
 		if err != nil {
@@ -456,6 +457,14 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 		done, err := rebuildDone(a, w.Member)
 		if err != nil {
 			return a, err
+		}
+		if done && a.Degraded != slotsNotActive(a) && settle < maxSettle {
+			// md marks the rebuilt member in sync a moment before it
+			// lowers md/degraded (raid1_spare_active and the like): seen
+			// between the two, the report would say degraded. Poll again,
+			// a bounded number of times.
+			settle++
+			done = false
 		}
 		if done && !removed {
 			old, _ := a.Find(w.Replaced)
@@ -479,6 +488,21 @@ func (m *Manager) WaitReplace(ctx context.Context, w WaitRequest) (Array, error)
 		case <-time.After(interval):
 		}
 	}
+}
+
+// maxSettle bounds the polls WaitReplace spends waiting for md/degraded
+// to agree with the members once the rebuilt member is in sync.
+const maxSettle = 25
+
+// slotsNotActive counts the slots that have no active (in-sync) member.
+func slotsNotActive(a Array) int {
+	n := 0
+	for _, s := range a.Slots {
+		if s.State != SlotActive {
+			n++
+		}
+	}
+	return n
 }
 
 // rebuildDone decides whether the rebuild of member is over: it holds a
