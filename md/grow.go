@@ -219,6 +219,12 @@ func (m *Manager) planGrow(name string, req GrowRequest) (*GrowPlan, error) {
 	// maxSectors is the most every member can give now, roomSectors the
 	// most their devices could give (they differ only when stuck).
 	maxSectors, roomSectors := uint64(0), uint64(0)
+	// spares are the spares and what each gives now (md/dev-N/size).
+	type spare struct {
+		device string
+		kib    uint64
+	}
+	var spares []spare
 	var smallest string
 	for _, ms := range s.members {
 		sm, err := a.Member(ms.Device)
@@ -238,6 +244,7 @@ func (m *Manager) planGrow(name string, req GrowRequest) (*GrowPlan, error) {
 			if now*2 < used {
 				return refuse(CheckGrowSize, ErrUnsupported, "spare %s gives %d KiB, less than the array uses", ms.Device, now)
 			}
+			spares = append(spares, spare{ms.Device, now})
 			continue
 		case !ms.state.Has(sysfs.FlagInSync):
 			return refuse(CheckSyncIdle, ErrCheckBusy, "member %s is not in sync", ms.Device)
@@ -313,14 +320,9 @@ func (m *Manager) planGrow(name string, req GrowRequest) (*GrowPlan, error) {
 	}
 	p.Unchanged = p.ToKiB == p.FromKiB
 	// Spares must be able to give the new size too.
-	for _, ms := range s.members {
-		if ms.Slot >= 0 || ms.state.Failed() || p.Unchanged {
-			continue
-		}
-		if sm, err := a.Member(ms.Device); err == nil {
-			if now, err := sm.Size(); err == nil && now < p.ToKiB {
-				return refuse(CheckGrowSize, ErrUnsupported, "spare %s gives %d KiB and md counts spares: remove it first (mdctl remove %s %s)", ms.Device, now, name, ms.Device)
-			}
+	for _, sp := range spares {
+		if !p.Unchanged && sp.kib < p.ToKiB {
+			return refuse(CheckGrowSize, ErrUnsupported, "spare %s gives %d KiB and md counts spares: remove it first (mdctl remove %s %s)", sp.device, sp.kib, name, sp.device)
 		}
 	}
 	for _, gm := range p.Members {
