@@ -48,7 +48,8 @@ func TestInstallContrib(t *testing.T) {
 	c := qt.New(t)
 	root := filepath.Join("..", "..")
 	var srcs []string
-	for _, g := range []string{"contrib/udev/*.rules", "contrib/systemd/*.service", "contrib/systemd/*.timer"} {
+	for _, g := range []string{"contrib/udev/*.rules", "contrib/systemd/*.service", "contrib/systemd/*.timer",
+		"contrib/systemd-shutdown/*", "contrib/initramfs-tools/hooks/*", "contrib/initramfs-tools/scripts/*/*"} {
 		m, err := filepath.Glob(filepath.Join(root, g))
 		c.Assert(err, qt.IsNil)
 		srcs = append(srcs, m...)
@@ -74,14 +75,23 @@ func TestInstallContrib(t *testing.T) {
 	c.Check(err, qt.Not(qt.IsNil), qt.Commentf("a relative BINDIR was accepted"))
 
 	cmd = exec.Command(filepath.Join(root, "scripts", "install-contrib"))
-	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/mdraid/sbin")
+	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/mdraid/sbin", "INITRAMFS=initramfs-tools")
 	out, err = cmd.CombinedOutput()
 	c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
 	for _, s := range srcs {
-		dir := "/etc/systemd/system"
-		if strings.HasSuffix(s, ".rules") {
+		dir, mode := "/etc/systemd/system", os.FileMode(0o644)
+		rel, _ := filepath.Rel(filepath.Join(root, "contrib"), s)
+		switch {
+		case strings.HasSuffix(s, ".rules"):
 			dir = "/etc/udev/rules.d"
+		case strings.HasPrefix(rel, "systemd-shutdown/"):
+			dir, mode = "/usr/lib/systemd/system-shutdown", 0o755
+		case strings.HasPrefix(rel, "initramfs-tools/"):
+			dir, mode = filepath.Join("/etc", filepath.Dir(rel)), 0o755
 		}
+		st, err := os.Stat(filepath.Join(dest, dir, filepath.Base(s)))
+		c.Assert(err, qt.IsNil)
+		c.Check(st.Mode().Perm(), qt.Equals, mode, qt.Commentf("%s", s))
 		got, err := os.ReadFile(filepath.Join(dest, dir, filepath.Base(s)))
 		c.Assert(err, qt.IsNil)
 		src, err := os.ReadFile(s)
@@ -89,7 +99,7 @@ func TestInstallContrib(t *testing.T) {
 		c.Check(string(got), qt.Equals, strings.ReplaceAll(string(src), "@BINDIR@", "/opt/mdraid/sbin"))
 		c.Check(string(got), qt.Not(qt.Contains), "@BINDIR@")
 		if strings.Contains(string(src), "@BINDIR@/mdctl") {
-			c.Check(string(got), qt.Contains, "/opt/mdraid/sbin/mdctl ")
+			c.Check(string(got), qt.Contains, "/opt/mdraid/sbin/mdctl")
 		}
 	}
 }

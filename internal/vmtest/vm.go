@@ -122,13 +122,32 @@ type Config struct {
 
 	// Console, if set, gets each line of the guest console as it arrives.
 	Console func(line string)
+
+	// Initrd, if set, is booted instead of the rig's initramfs: a guest
+	// OS's own (a Debian root's, made by update-initramfs). Cmd, Dir,
+	// Env, Files and the shares are then not used: the guest OS must
+	// print the exit marker itself, "MDRAID-VMTEST-EXIT <nonce> rc=<N>"
+	// on the console, with the nonce the kernel command line carries as
+	// mdraid.vmtest.nonce=<nonce> (see [MarkerNonceParam]).
+	Initrd string
+	// PowerOffTimeout is how long qemu has to exit by itself after the
+	// marker (the guest powers off); then it is killed and
+	// Result.Killed says so. Default 20 seconds.
+	PowerOffTimeout time.Duration
 }
+
+// MarkerNonceParam is the kernel command-line parameter that carries the
+// boot's nonce to a guest OS booted from Config.Initrd.
+const MarkerNonceParam = "mdraid.vmtest.nonce"
 
 // Result is what a finished boot reports.
 type Result struct {
 	ExitCode int           // guest command status (valid when the marker was seen)
 	Console  string        // whole guest console
 	Duration time.Duration // from qemu start to exit
+	// Killed: qemu did not exit by itself within PowerOffTimeout of
+	// the marker and was killed (the guest never powered off).
+	Killed bool
 }
 
 // Rig boots the host's kernel with the rig's initramfs.
@@ -189,6 +208,7 @@ type VM struct {
 	marker   bool
 	panicked bool
 	timedOut bool
+	killed   bool          // after the marker: qemu did not exit by itself
 	changed  chan struct{} // closed and replaced on every console line
 }
 
@@ -221,7 +241,10 @@ func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 	if cfg.Dir == "" {
 		cfg.Dir = "/"
 	}
-	if len(cfg.Cmd) == 0 {
+	if cfg.PowerOffTimeout == 0 {
+		cfg.PowerOffTimeout = 20 * time.Second
+	}
+	if len(cfg.Cmd) == 0 && cfg.Initrd == "" {
 		return nil, errors.New("vmtest: Config.Cmd is empty")
 	}
 	seenSlot := map[int]bool{}
@@ -247,7 +270,12 @@ func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 		}
 	}()
 	initrd := filepath.Join(vm.tmp, "initrd")
-	if err := r.writeInitrd(initrd, vm, shares); err != nil {
+	cmdline := "console=ttyS0 panic=-1 oops=panic quiet mdraid.vmtest=1 " + cfg.KernelArgs
+	if cfg.Initrd != "" {
+		initrd = cfg.Initrd
+		shares = nil
+		cmdline += " " + MarkerNonceParam + "=" + vm.nonce
+	} else if err := r.writeInitrd(initrd, vm, shares); err != nil {
 		return nil, err
 	}
 
@@ -255,7 +283,7 @@ func (r *Rig) Boot(ctx context.Context, cfg Config) (_ *VM, err error) {
 		"-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio",
 		"-machine", "pc", "-m", strconv.Itoa(cfg.MemoryMiB), "-smp", strconv.Itoa(cfg.CPUs),
 		"-kernel", r.Vmlinux, "-initrd", initrd,
-		"-append", strings.TrimSpace("console=ttyS0 panic=-1 oops=panic quiet mdraid.vmtest=1 " + cfg.KernelArgs),
+		"-append", strings.TrimSpace(cmdline),
 	}
 	if strings.EqualFold(os.Getenv(EnvAccel), "kvm") {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
@@ -357,7 +385,10 @@ func (vm *VM) run(ctx context.Context, stdout io.Reader) {
 		// The guest is done; poweroff should end qemu at once.
 		select {
 		case vm.waitErr = <-exited:
-		case <-time.After(20 * time.Second):
+		case <-time.After(vm.cfg.PowerOffTimeout):
+			vm.mu.Lock()
+			vm.killed = true
+			vm.mu.Unlock()
 			vm.cmd.Process.Kill()
 			vm.waitErr = <-exited
 		}
@@ -396,7 +427,7 @@ func (vm *VM) Wait() (*Result, error) {
 	<-vm.done
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	res := &Result{ExitCode: vm.rc, Console: vm.console.String(), Duration: time.Since(vm.start)}
+	res := &Result{ExitCode: vm.rc, Console: vm.console.String(), Duration: time.Since(vm.start), Killed: vm.killed}
 	stderr := strings.TrimSpace(vm.stderr.String())
 	if stderr != "" {
 		stderr = "; qemu: " + stderr

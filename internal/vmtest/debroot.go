@@ -1,0 +1,38 @@
+package vmtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DebianRoot returns the boot tests' Debian root file system, a directory
+// that scripts/vm-deps made with debootstrap into the cache (Debian
+// bookworm's minbase with systemd, udev, initramfs-tools and e2fsprogs;
+// no mdadm package), named by the cache's debian-root/current file. The
+// directory is shared: copy it before changing anything. An error
+// matching [ErrUnavailable] means vm-deps has not made it (it needs root).
+func DebianRoot() (string, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "debian-root", "current"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", unavailable("no Debian root for the boot tests: scripts/vm-deps makes it (as root)")
+	}
+	if err != nil {
+		return "", fmt.Errorf("vmtest: Debian root: %w", err)
+	}
+	name := strings.TrimSpace(string(b))
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return "", fmt.Errorf("vmtest: Debian root: bad name %q in debian-root/current", name)
+	}
+	base := filepath.Join(dir, "debian-root", name)
+	if _, err := os.Stat(filepath.Join(base, "ok")); err != nil {
+		return "", unavailable("Debian root %s is incomplete: scripts/vm-deps makes it again", base)
+	}
+	return filepath.Join(base, "root"), nil
+}
