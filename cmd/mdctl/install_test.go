@@ -49,7 +49,8 @@ func TestInstallContrib(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var srcs []string
 	for _, g := range []string{"contrib/udev/*.rules", "contrib/systemd/*.service", "contrib/systemd/*.timer",
-		"contrib/systemd-shutdown/*", "contrib/initramfs-tools/hooks/*", "contrib/initramfs-tools/scripts/*/*"} {
+		"contrib/systemd-shutdown/*", "contrib/initramfs-tools/hooks/*", "contrib/initramfs-tools/scripts/*/*",
+		"contrib/dracut/90mdctl/*"} {
 		m, err := filepath.Glob(filepath.Join(root, g))
 		c.Assert(err, qt.IsNil)
 		srcs = append(srcs, m...)
@@ -78,10 +79,19 @@ func TestInstallContrib(t *testing.T) {
 	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/mdraid/sbin", "INITRAMFS=initramfs-tools")
 	out, err = cmd.CombinedOutput()
 	c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
+	cmd = exec.Command(filepath.Join(root, "scripts", "install-contrib"))
+	cmd.Env = append(os.Environ(), "DESTDIR="+dest, "BINDIR=/opt/mdraid/sbin", "INITRAMFS=dracut")
+	out, err = cmd.CombinedOutput()
+	c.Assert(err, qt.IsNil, qt.Commentf("%s", out))
 	for _, s := range srcs {
 		dir, mode := "/etc/systemd/system", os.FileMode(0o644)
 		rel, _ := filepath.Rel(filepath.Join(root, "contrib"), s)
 		switch {
+		case strings.HasPrefix(rel, "dracut/"):
+			dir = "/usr/lib/dracut/modules.d/90mdctl"
+			if strings.HasSuffix(s, ".sh") {
+				mode = 0o755
+			}
 		case strings.HasSuffix(s, ".rules"):
 			dir = "/etc/udev/rules.d"
 		case strings.HasPrefix(rel, "systemd-shutdown/"):

@@ -56,6 +56,8 @@ done
 cat /proc/mdstat
 echo "--- /run/initramfs/mdctl.log"
 cat /run/initramfs/mdctl.log 2>/dev/null
+echo "--- mdctl in the journal (dracut logs there)"
+journalctl -b -o short-monotonic --no-pager 2>/dev/null | grep -i 'mdctl' | head -n 40
 echo "--- md in the kernel log"
 dmesg | grep -E 'md/raid|md[0-9]+:|md: ' || true
 say "syncs=$(dmesg | grep -c -E 'md: (resync|recovery|data-check) of RAID array')"
@@ -79,9 +81,11 @@ WantedBy=multi-user.target
 
 // system is a Debian system on an md RAID1 (metadata 1.0), ready to boot.
 type system struct {
+	kind    string // vmtest.InitramfsTools or vmtest.Dracut
 	initrd  string
 	members []vmtest.Disk
 	fsUUID  string
+	mdUUID  string // the array's, as rd.md.uuid takes it
 }
 
 func run(t *testing.T, env []string, name string, args ...string) string {
@@ -106,9 +110,9 @@ func writeFile(t *testing.T, p, data string, mode os.FileMode) {
 }
 
 // requireRoot skips (fails under CI) without what the build needs.
-func requireRoot(t *testing.T) string {
+func requireRoot(t *testing.T, kind string) string {
 	t.Helper()
-	root, err := vmtest.DebianRoot()
+	root, err := vmtest.DebianRoot(kind)
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("%w: building the system needs root (chroot, update-initramfs)", vmtest.ErrUnavailable)
 	}
@@ -123,10 +127,11 @@ func requireRoot(t *testing.T) string {
 
 // buildSystem makes the Debian system: a copy of the cached root with
 // mdctl and contrib/ installed as the README says (scripts/install-contrib
-// with INITRAMFS=initramfs-tools), an initramfs made in it by Debian's
-// update-initramfs for the rig's kernel, and the root file system written
-// onto a mirror that mdctl created in a rig VM.
-func buildSystem(t *testing.T, r *vmtest.Rig, debRoot string) *system {
+// with INITRAMFS=kind), an initramfs made in it by Debian's
+// update-initramfs or dracut for the rig's kernel, and the root file
+// system written onto a mirror that mdctl created in a rig VM.
+func buildSystem(t *testing.T, r *vmtest.Rig, kind string) *system {
+	debRoot := requireRoot(t, kind)
 	c := qt.New(t)
 	start := time.Now()
 	work := t.TempDir()
@@ -135,7 +140,7 @@ func buildSystem(t *testing.T, r *vmtest.Rig, debRoot string) *system {
 
 	bin := filepath.Join(tree, bindir, "mdctl")
 	c.Assert(vmtest.BuildProgram(t.Context(), r.Root, "./cmd/mdctl", bin), qt.IsNil)
-	out := run(t, []string{"DESTDIR=" + tree, "BINDIR=" + bindir, "INITRAMFS=initramfs-tools"},
+	out := run(t, []string{"DESTDIR=" + tree, "BINDIR=" + bindir, "INITRAMFS=" + kind},
 		filepath.Join(r.Root, "scripts", "install-contrib"))
 	t.Logf("install-contrib:\n%s", out)
 
@@ -174,19 +179,36 @@ func buildSystem(t *testing.T, r *vmtest.Rig, debRoot string) *system {
 	}
 	c.Assert(config, qt.Not(qt.Equals), "", qt.Commentf("kernel %s: no config (scripts/vm-deps fetches it)", v))
 	writeFile(t, filepath.Join(tree, "boot", "config-"+v), config, 0o644)
-	out = run(t, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "chroot", tree, "update-initramfs", "-c", "-k", v)
-	t.Logf("update-initramfs:\n%s", out)
-	list := run(t, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "chroot", tree, "lsinitramfs", "/boot/initrd.img-"+v)
-	for _, want := range []string{"usr/local/bin/mdctl", "scripts/local-block/mdctl", "scripts/local-bottom/mdctl",
-		"etc/udev/rules.d/64-mdctl-raid-assembly.rules", "etc/udev/rules.d/63-mdctl-raid-arrays.rules",
-		"conf/conf.d/mdctl", "etc/modprobe.d/mdctl.conf", "/raid1.ko"} {
+	path := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	initrdIn := filepath.Join(tree, "boot", "initrd.img-"+v)
+	var list string
+	need := []string{"usr/local/bin/mdctl", "etc/udev/rules.d/63-mdctl-raid-arrays.rules", "/raid1.ko"}
+	switch kind {
+	case vmtest.InitramfsTools:
+		out = run(t, path, "chroot", tree, "update-initramfs", "-c", "-k", v)
+		t.Logf("update-initramfs:\n%s", out)
+		list = run(t, path, "chroot", tree, "lsinitramfs", "/boot/initrd.img-"+v)
+		need = append(need, "scripts/local-block/mdctl", "scripts/local-bottom/mdctl",
+			"etc/udev/rules.d/64-mdctl-raid-assembly.rules", "conf/conf.d/mdctl", "etc/modprobe.d/mdctl.conf")
+	case vmtest.Dracut:
+		// Not host-only: the chroot is not the machine that boots
+		// (a host-only image would carry rd.md.uuid itself; the
+		// boot passes it on the command line).
+		out = run(t, path, "chroot", tree, "dracut", "--no-hostonly", "--force", "--kver", v, "/boot/initrd.img-"+v)
+		t.Logf("dracut:\n%s", out)
+		list = run(t, path, "chroot", tree, "lsinitrd", "/boot/initrd.img-"+v)
+		need = append(need, "etc/udev/rules.d/65-mdctl-incremental.rules", "sbin/mdctl-start",
+			"hooks/pre-trigger/30-parse-mdctl.sh", "hooks/shutdown/30-mdctl-shutdown.sh", "etc/mdctl.env")
+	}
+	for _, want := range need {
 		c.Check(strings.Contains(list, want), qt.IsTrue, qt.Commentf("the initramfs lacks %s", want))
 	}
 	c.Check(regexp.MustCompile(`(?m)/mdadm$|/mdmon$`).MatchString(list), qt.IsFalse, qt.Commentf("mdadm in the initramfs"))
 	initrd := filepath.Join(work, "initrd.img")
-	run(t, nil, "cp", filepath.Join(tree, "boot", "initrd.img-"+v), initrd)
+	// The image stays in /boot, where the booted system has it (dracut's
+	// shutdown unpacks it again into /run/initramfs).
+	run(t, nil, "cp", initrdIn, initrd)
 	c.Assert(os.RemoveAll(mods), qt.IsNil)
-	c.Assert(os.RemoveAll(filepath.Join(tree, "boot", "initrd.img-"+v)), qt.IsNil)
 
 	fsImg := filepath.Join(work, "fs.img")
 	run(t, nil, "mkfs.ext4", "-q", "-F", "-d", tree, "-U", fsUUID, "-L", "root", fsImg, fmt.Sprint(fsSize>>20)+"M")
@@ -222,7 +244,8 @@ func buildSystem(t *testing.T, r *vmtest.Rig, debRoot string) *system {
 		copySparse(t, d.Path, fsImg)
 	}
 	t.Logf("system built in %v", time.Since(start).Round(time.Second))
-	return &system{initrd: initrd, members: disks, fsUUID: fsUUID}
+	mdUUID := superblockOf(t, disks[0].Path).SetUUID.String()
+	return &system{kind: kind, initrd: initrd, members: disks, fsUUID: fsUUID, mdUUID: mdUUID}
 }
 
 // copySparse writes src at offset 0 of dst, skipping zero blocks (dst is
@@ -266,7 +289,7 @@ func (s *system) boot(t *testing.T, r *vmtest.Rig, disks []vmtest.Disk) (map[str
 		Initrd: s.initrd, Disks: disks,
 		// loglevel=6: the console shows notices, such as what
 		// contrib's mdctl.shutdown logs at power-off.
-		KernelArgs: "root=UUID=" + s.fsUUID + " ro loglevel=6",
+		KernelArgs: s.kernelArgs(),
 		Timeout:    8 * time.Minute, PowerOffTimeout: 3 * time.Minute,
 	})
 	if err != nil {
@@ -278,6 +301,12 @@ func (s *system) boot(t *testing.T, r *vmtest.Rig, disks []vmtest.Disk) (map[str
 	}
 	if !strings.Contains(res.Console, "mdctl.shutdown: ") {
 		t.Errorf("contrib's mdctl.shutdown logged nothing at power-off")
+	}
+	// dracut's shutdown (systemd-shutdown switches to the unpacked
+	// initramfs) runs 90mdctl's hook, which stops the root's array once
+	// the root is unmounted.
+	if s.kind == vmtest.Dracut && !strings.Contains(res.Console, "mdctl: stopping md arrays") {
+		t.Errorf("90mdctl's shutdown hook did not run")
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(res.Console, "\n") {
@@ -296,6 +325,21 @@ func (s *system) boot(t *testing.T, r *vmtest.Rig, disks []vmtest.Disk) (map[str
 		}
 	}
 	return got, res
+}
+
+// kernelArgs: the root, and for dracut what a host-only image would
+// carry (rd.md.uuid) and a shorter initqueue timeout (rd.retry=30: the
+// degraded start at 20 s, as initramfs-tools').
+func (s *system) kernelArgs() string {
+	// loglevel=6: the console shows notices, such as what contrib's
+	// mdctl.shutdown logs at power-off.
+	args := "root=UUID=" + s.fsUUID + " ro loglevel=6"
+	if s.kind == vmtest.Dracut {
+		// rd.info: dracut's info lines (mdctl-start's, and the
+		// shutdown hook's) reach the console despite quiet.
+		args += " rd.md.uuid=" + s.mdUUID + " rd.retry=30 rd.info"
+	}
+	return args
 }
 
 // superblockOf reads a member image's 1.0 superblock.
@@ -337,7 +381,29 @@ func checkClean(t *testing.T, what string, paths ...string) {
 // TestBootRootOnMirror (issue 34): a Debian system whose root file system
 // is on an md RAID1 (metadata 1.0, as the seed's boot mirror) boots from
 // the initramfs Debian's update-initramfs makes with contrib's
-// initramfs-tools hook, with no mdadm package anywhere:
+// initramfs-tools hook, with no mdadm package anywhere (see bootScenarios).
+// It runs on 6.1 and on the newest kernel of the matrix (sid).
+func TestBootRootOnMirror(t *testing.T) {
+	r := vmtest.NewTestRig(t)
+	if l := r.Kernel.Label; l != "" && l != "bookworm-6.1" && l != "sid" {
+		t.Skipf("the initramfs-tools boot test runs on bookworm-6.1 and sid; this is %s", l)
+	}
+	bootScenarios(t, r, buildSystem(t, r, vmtest.InitramfsTools))
+}
+
+// TestBootRootOnMirrorDracut (issue 34) is TestBootRootOnMirror with the
+// initramfs that Debian's dracut makes with contrib's 90mdctl module, on
+// the newest kernel of the matrix (sid), with rd.md.uuid naming the
+// mirror and rd.retry=30.
+func TestBootRootOnMirrorDracut(t *testing.T) {
+	r := vmtest.NewTestRig(t)
+	if l := r.Kernel.Label; l != "" && l != "sid" {
+		t.Skipf("the dracut boot test runs on sid; this is %s", l)
+	}
+	bootScenarios(t, r, buildSystem(t, r, vmtest.Dracut))
+}
+
+// bootScenarios boots the system three times:
 //
 //  1. both disks: the system reaches multi-user.target with / on the
 //     mirror (/dev/md/root, named as a local array), mdctl status exits 0,
@@ -349,15 +415,7 @@ func checkClean(t *testing.T, what string, paths ...string) {
 //     after the degraded-start delay, the system boots, mdctl status
 //     says degraded (exit 1), and the power-off leaves the remaining
 //     member clean.
-//
-// It runs on 6.1 and on the newest kernel of the matrix (sid).
-func TestBootRootOnMirror(t *testing.T) {
-	r := vmtest.NewTestRig(t)
-	if l := r.Kernel.Label; l != "" && l != "bookworm-6.1" && l != "sid" {
-		t.Skipf("the boot tests run on bookworm-6.1 and sid; this is %s", l)
-	}
-	debRoot := requireRoot(t)
-	sys := buildSystem(t, r, debRoot)
+func bootScenarios(t *testing.T, r *vmtest.Rig, sys *system) {
 	a, b := sys.members[0].Path, sys.members[1].Path
 
 	t.Run("clean", func(t *testing.T) {
@@ -395,7 +453,12 @@ func TestBootRootOnMirror(t *testing.T) {
 		c.Check(got["rootsrc"], qt.Matches, `/dev/md[0-9]+`)
 		c.Check(got["status_rc"], qt.Equals, "1", qt.Commentf("mdctl status of a degraded mirror"))
 		c.Check(got["degraded"], qt.Equals, "1")
-		c.Check(res.Console, qt.Contains, "run --scan", qt.Commentf("the initramfs's degraded start is not in its log"))
+		switch sys.kind {
+		case vmtest.InitramfsTools:
+			c.Check(res.Console, qt.Contains, "run --scan", qt.Commentf("the initramfs's degraded start is not in its log"))
+		case vmtest.Dracut:
+			c.Check(res.Console, qt.Contains, "mdctl-start: the initqueue timed out", qt.Commentf("dracut's timeout job did not run"))
+		}
 		checkClean(t, "the remaining member after the degraded boot's power-off", a)
 	})
 }

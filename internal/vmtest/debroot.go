@@ -8,27 +8,37 @@ import (
 	"strings"
 )
 
-// DebianRoot returns the boot tests' Debian root file system, a directory
+// Initramfs generators of the boot tests' Debian roots, for [DebianRoot].
+const (
+	InitramfsTools = "initramfs-tools"
+	Dracut         = "dracut"
+)
+
+// DebianRoot returns the boot tests' Debian root file system with the
+// initramfs generator kind ([InitramfsTools] or [Dracut]), a directory
 // that scripts/vm-deps made with debootstrap into the cache (Debian
-// bookworm's minbase with systemd, udev, initramfs-tools and e2fsprogs;
-// no mdadm package), named by the cache's debian-root/current file. The
-// directory is shared: copy it before changing anything. An error
+// bookworm's minbase with systemd, udev, e2fsprogs and the generator; no
+// mdadm package), named by the cache's debian-root/current-<kind> file.
+// The directory is shared: copy it before changing anything. An error
 // matching [ErrUnavailable] means vm-deps has not made it (it needs root).
-func DebianRoot() (string, error) {
+func DebianRoot(kind string) (string, error) {
+	if kind != InitramfsTools && kind != Dracut {
+		return "", fmt.Errorf("vmtest: Debian root: unknown initramfs generator %q", kind)
+	}
 	dir, err := CacheDir()
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "debian-root", "current"))
+	b, err := os.ReadFile(filepath.Join(dir, "debian-root", "current-"+kind))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", unavailable("no Debian root for the boot tests: scripts/vm-deps makes it (as root)")
+		return "", unavailable("no Debian root (%s) for the boot tests: scripts/vm-deps makes it (as root)", kind)
 	}
 	if err != nil {
 		return "", fmt.Errorf("vmtest: Debian root: %w", err)
 	}
 	name := strings.TrimSpace(string(b))
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
-		return "", fmt.Errorf("vmtest: Debian root: bad name %q in debian-root/current", name)
+		return "", fmt.Errorf("vmtest: Debian root: bad name %q in debian-root/current-%s", name, kind)
 	}
 	base := filepath.Join(dir, "debian-root", name)
 	if _, err := os.Stat(filepath.Join(base, "ok")); err != nil {
