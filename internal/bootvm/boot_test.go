@@ -308,6 +308,9 @@ func (s *system) boot(t *testing.T, r *vmtest.Rig, disks []vmtest.Disk) (map[str
 	if s.kind == vmtest.Dracut && !strings.Contains(res.Console, "mdctl: stopping md arrays") {
 		t.Errorf("90mdctl's shutdown hook did not run")
 	}
+	if s.kind == vmtest.Dracut && !strings.Contains(res.Console, "mdctl: waiting for md arrays to finish syncing") {
+		t.Errorf("90mdctl's pre-mount hook did not run with rd.md.waitclean=1")
+	}
 	got := map[string]string{}
 	for _, line := range strings.Split(res.Console, "\n") {
 		// journal+console lines carry the time and the unit's name
@@ -337,7 +340,9 @@ func (s *system) kernelArgs() string {
 	if s.kind == vmtest.Dracut {
 		// rd.info: dracut's info lines (mdctl-start's, and the
 		// shutdown hook's) reach the console despite quiet.
-		args += " rd.md.uuid=" + s.mdUUID + " rd.retry=30 rd.info"
+		// rd.md.waitclean=1: mdctl wait --scan before the root is
+		// mounted (nothing syncs here: it must return at once).
+		args += " rd.md.uuid=" + s.mdUUID + " rd.retry=30 rd.info rd.md.waitclean=1"
 	}
 	return args
 }

@@ -46,3 +46,31 @@ func DebianRoot(kind string) (string, error) {
 	}
 	return filepath.Join(base, "root"), nil
 }
+
+// NewestMdadm returns the root where scripts/vm-deps unpacked the newest
+// Debian release's mdadm with the libraries it needs (usr/sbin/mdadm, run
+// through usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2), and its Debian
+// version, named by the cache's mdadm-newest/current file. An error
+// matching [ErrUnavailable] means vm-deps has not fetched it.
+func NewestMdadm() (root, version string, err error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", "", err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "mdadm-newest", "current"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", "", unavailable("no newest Debian mdadm: scripts/vm-deps fetches it")
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("vmtest: newest mdadm: %w", err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" || v == "." || v == ".." || filepath.Base(v) != v {
+		return "", "", fmt.Errorf("vmtest: newest mdadm: bad version %q in mdadm-newest/current", v)
+	}
+	base := filepath.Join(dir, "mdadm-newest", v)
+	if _, err := os.Stat(filepath.Join(base, "ok")); err != nil {
+		return "", "", unavailable("newest mdadm %s is incomplete: scripts/vm-deps fetches it again", base)
+	}
+	return filepath.Join(base, "root"), v, nil
+}

@@ -77,6 +77,12 @@ func TestGuestPackages(t *testing.T) {
 					cfg.Env = append(cfg.Env, "MDRAID_VM_PROMTOOL=/vmtest/promtool/"+filepath.Base(pt))
 				}
 			}
+			// The newest Debian release's mdadm (scripts/vm-deps), a
+			// second fixture tool for the create proof.
+			if root, v, err := NewestMdadm(); err == nil {
+				cfg.Shares = append(cfg.Shares, Share{Tag: "mdadmnewest", HostDir: root, GuestDir: "/vmtest/mdadm-newest", ReadOnly: true})
+				cfg.Env = append(cfg.Env, "MDRAID_VM_MDADM_NEWEST=/vmtest/mdadm-newest", "MDRAID_VM_MDADM_NEWEST_VERSION="+v)
+			}
 			// Debian's node_exporter likewise, for the guest test that
 			// compares its md collector with mdctl on live arrays.
 			for _, name := range []string{"prometheus-node-exporter", "node_exporter"} {
