@@ -25,26 +25,8 @@ func DebianRoot(kind string) (string, error) {
 	if kind != InitramfsTools && kind != Dracut {
 		return "", fmt.Errorf("vmtest: Debian root: unknown initramfs generator %q", kind)
 	}
-	dir, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "debian-root", "current-"+kind))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", unavailable("no Debian root (%s) for the boot tests: scripts/vm-deps makes it (as root)", kind)
-	}
-	if err != nil {
-		return "", fmt.Errorf("vmtest: Debian root: %w", err)
-	}
-	name := strings.TrimSpace(string(b))
-	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
-		return "", fmt.Errorf("vmtest: Debian root: bad name %q in debian-root/current-%s", name, kind)
-	}
-	base := filepath.Join(dir, "debian-root", name)
-	if _, err := os.Stat(filepath.Join(base, "ok")); err != nil {
-		return "", unavailable("Debian root %s is incomplete: scripts/vm-deps makes it again", base)
-	}
-	return filepath.Join(base, "root"), nil
+	root, _, err := cachedEntry("debian-root", "current-"+kind, "Debian root ("+kind+")", "makes it (as root)")
+	return root, err
 }
 
 // NewestMdadm returns the root where scripts/vm-deps unpacked the newest
@@ -53,24 +35,32 @@ func DebianRoot(kind string) (string, error) {
 // version, named by the cache's mdadm-newest/current file. An error
 // matching [ErrUnavailable] means vm-deps has not fetched it.
 func NewestMdadm() (root, version string, err error) {
+	return cachedEntry("mdadm-newest", "current", "newest Debian mdadm", "fetches it")
+}
+
+// cachedEntry reads the entry of the cache directory sub that the file
+// current names, as scripts/vm-deps leaves it: sub/<name>/root, complete
+// when sub/<name>/ok exists. It returns the root and the name. what and
+// does word the errors ("scripts/vm-deps <does>").
+func cachedEntry(sub, current, what, does string) (root, name string, err error) {
 	dir, err := CacheDir()
 	if err != nil {
 		return "", "", err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "mdadm-newest", "current"))
+	b, err := os.ReadFile(filepath.Join(dir, sub, current))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", "", unavailable("no newest Debian mdadm: scripts/vm-deps fetches it")
+		return "", "", unavailable("no %s: scripts/vm-deps %s", what, does)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("vmtest: newest mdadm: %w", err)
+		return "", "", fmt.Errorf("vmtest: %s: %w", what, err)
 	}
-	v := strings.TrimSpace(string(b))
-	if v == "" || v == "." || v == ".." || filepath.Base(v) != v {
-		return "", "", fmt.Errorf("vmtest: newest mdadm: bad version %q in mdadm-newest/current", v)
+	name = strings.TrimSpace(string(b))
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return "", "", fmt.Errorf("vmtest: %s: bad name %q in %s/%s", what, name, sub, current)
 	}
-	base := filepath.Join(dir, "mdadm-newest", v)
+	base := filepath.Join(dir, sub, name)
 	if _, err := os.Stat(filepath.Join(base, "ok")); err != nil {
-		return "", "", unavailable("newest mdadm %s is incomplete: scripts/vm-deps fetches it again", base)
+		return "", "", unavailable("%s %s is incomplete: scripts/vm-deps %s again", what, base, does)
 	}
-	return filepath.Join(base, "root"), v, nil
+	return filepath.Join(base, "root"), name, nil
 }
