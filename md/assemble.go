@@ -74,6 +74,12 @@ type IncrementalResult struct {
 	// started read-auto (foreign, or started with members missing).
 	Started  StartState
 	ReadAuto bool
+	// Held says why an array with enough members to run was not started,
+	// not even with Run: the create that wrote its superblocks did not
+	// finish (no running array has updated them, and a member they name
+	// is missing), or its members could not be read to tell. Started is
+	// StartNo then. "" otherwise.
+	Held string
 	// Present and Expected count the members that count towards the
 	// start and the members the freshest superblock expects.
 	Present, Expected int
@@ -983,6 +989,12 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 		return nil
 	}
 	all := c.Active >= c.Expected
+	if run && !all {
+		if why := unfinishedCreate(superblocksOf(ms)); why != "" {
+			res.Started, res.Held = StartNo, why
+			return nil
+		}
+	}
 	if !run && !all {
 		res.Started = StartUnsafe
 		return nil
@@ -1020,6 +1032,15 @@ func (m *Manager) maybeStart(res *IncrementalResult, local, run bool) error {
 	}
 	res.Started = StartYes
 	return nil
+}
+
+// superblocksOf is the superblocks of ms.
+func superblocksOf(ms []attached) []*superblock.Superblock {
+	sbs := make([]*superblock.Superblock, len(ms))
+	for i, x := range ms {
+		sbs[i] = x.SB
+	}
+	return sbs
 }
 
 // matchesArray reports whether sb is of the array named by want: its

@@ -239,6 +239,15 @@ func (m *Manager) Assemble(ctx context.Context, req AssembleRequest) (*AssembleR
 			if r.Started != StartUnsafe || undone.has(r) || !m.stillInactive(r.Array) {
 				continue
 			}
+			// A set a killed create left is not started (unfinishedCreate);
+			// members that cannot be read to tell are not either.
+			if ms, err := m.members(r.Array); err != nil {
+				r.Started, r.Held = StartNo, fmt.Sprintf("its members could not be read to tell whether its create finished: %v", err)
+				continue
+			} else if why := unfinishedCreate(superblocksOf(ms)); why != "" {
+				r.Started, r.Held = StartNo, why
+				continue
+			}
 			err := m.asm.Start(r.Array, true)
 			m.forgetMembers(r.Array)
 			if err != nil {

@@ -167,6 +167,64 @@ func inSync(sb *superblock.Superblock) bool {
 	return r.IsSlot()
 }
 
+// neverRun reports whether sb was never updated by a running array:
+// md writes the superblocks, and counts the events up, at the array's
+// first write or sync (md_update_sb; an array started and never written
+// keeps what its create wrote), and never counts them back below 1: 0 is
+// what a 1.x create writes, 1 what a 0.90 create writes (mdadm's
+// init_super0, and mdctl create). Such an array holds nothing written
+// through it. docs/create.md, "Killed while creating".
+func neverRun(sb *superblock.Superblock) bool {
+	if sb.Version == superblock.Version090 {
+		return sb.Events <= 1
+	}
+	return sb.Events == 0
+}
+
+// unfinishedCreate says why the members at hand of one array (sbs, nil
+// entries skipped) must not be started, however few are missing: the
+// freshest superblock has never run, and it names working slots that
+// no member at hand holds. A create writes every member's superblock
+// before it starts the array, so such a set is what a create killed
+// between two members leaves: started, it would make a degraded array
+// of a create that never finished. A create with "missing" names only
+// the members it wrote, so it is not held back. "" when the members
+// may start.
+func unfinishedCreate(sbs []*superblock.Superblock) string {
+	var best *superblock.Superblock
+	for _, sb := range sbs {
+		if sb != nil && (best == nil || sb.Events > best.Events) {
+			best = sb
+		}
+	}
+	if best == nil || !neverRun(best) {
+		return ""
+	}
+	want, n := workingSlots(best)
+	have := make([]bool, len(want))
+	found := 0
+	for _, sb := range sbs {
+		if sb == nil {
+			continue
+		}
+		if s := slotOf(sb); s >= 0 && s < len(want) && want[s] && !have[s] {
+			have[s] = true
+			found++
+		}
+	}
+	if found >= n {
+		return ""
+	}
+	var absent []string
+	for s, w := range want {
+		if w && !have[s] {
+			absent = append(absent, strconv.Itoa(s))
+		}
+	}
+	return fmt.Sprintf("no running array has updated its superblocks (events %d), and they name %d members, %d of them here (slot %s missing): a create that did not finish leaves this, so it is not started with members missing (mdctl run --unfinished starts it so)",
+		best.Events, n, found, strings.Join(absent, ", "))
+}
+
 // slotOf is the slot a member's own superblock gives it, or -1.
 func slotOf(sb *superblock.Superblock) int {
 	if sb.Version == superblock.Version090 {

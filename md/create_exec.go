@@ -244,7 +244,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult,
 	var claims []claimedDevice
 	release := func() {
 		for _, c := range claims {
-			c.Close()
+			if c != nil {
+				c.Close()
+			}
 		}
 	}
 	for _, mem := range p.Members {
@@ -263,14 +265,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult,
 	fail := func(err error, state string) error {
 		return &CreateError{Array: req.Array, Written: written, State: state, Err: err}
 	}
-	for i, mem := range p.Members {
+	for _, i := range writeOrder(p.Members) {
+		mem := p.Members[i]
 		cl := claims[i]
 		claims[i] = nil
 		err := cl.Write()
 		if err != nil {
-			for _, c := range claims[i+1:] {
-				c.Close()
-			}
+			release()
 			var nw *notWrittenError
 			if errors.As(err, &nw) {
 				if len(written) == 0 {
@@ -351,6 +352,25 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*CreateResult,
 		res.Writes = append(res.Writes, "uevent "+t.array)
 	}
 	return res, nil
+}
+
+// writeOrder is the order in which Create writes the members (indices
+// into ms): a member whose superblock names no slot (the spare that
+// raid4/5/6 recovery fills) first, then the others in order. The
+// superblocks name every slot member but not that spare, so a create
+// killed between two writes always leaves a member missing that the
+// written superblocks name, and assembly holds such a set back
+// (unfinishedCreate) rather than start it degraded.
+func writeOrder(ms []CreateMember) []int {
+	var first, rest []int
+	for i, m := range ms {
+		if m.Superblock != nil && slotOf(m.Superblock) < 0 {
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return append(first, rest...)
 }
 
 // createRegions is what a member's claim writes: zeros over the bad-block

@@ -338,4 +338,9 @@ type RunOutlook struct {
 	// Redundancy is the array's redundancy once started; none when it
 	// cannot run.
 	Redundancy Redundancy `json:"redundancy"`
+	// Unfinished, when set, says why the array must not run although its
+	// members could serve it: the create that wrote its superblocks did
+	// not finish (they have never run, and a member they name is
+	// missing). CanRun is false then.
+	Unfinished string `json:"unfinished_create,omitempty"`
 }

@@ -79,6 +79,12 @@ type Change struct {
 	// array (due, with DryRun): the /dev/md links made for it, by path,
 	// and its map file entry ("map entry md127 (/run/mdadm/map)").
 	Removed []string
+	// Unfinished, set by the caller, lets Run start an array whose
+	// superblocks no running array has updated although a member they
+	// name is missing: what a create that did not finish leaves, which
+	// Run otherwise refuses (RunOutlook.Unfinished). mdadm --run starts
+	// it.
+	Unfinished bool
 }
 
 // changeOf returns the caller's Change, or a throwaway one.
@@ -273,7 +279,7 @@ func (m *Manager) Remove(ctx context.Context, array, member string, change ...*C
 // not running, and its members' superblocks must cover enough slots for
 // its level and layout, the kernel's own rule (raid10.c _enough; the
 // layout is the superblock's, as md/layout reads 0 until the start).
-func decideRun(s *snapshot) error {
+func decideRun(s *snapshot, unfinished bool) error {
 	if why := unreadFacts(s, "array_state", "level", "raid_disks", "layout", "members"); why != "" {
 		return fmt.Errorf("%w: could not read %s", errUnknownFact, why)
 	}
@@ -284,7 +290,15 @@ func decideRun(s *snapshot) error {
 	if len(s.members) == 0 {
 		return fmt.Errorf("%w: %s has no members", errNotEnough, s.name)
 	}
-	if o := a.Run; o == nil || !o.CanRun {
+	o := a.Run
+	if o != nil && o.Unfinished != "" {
+		if !unfinished {
+			return fmt.Errorf("%w: %s: %s", errNotEnough, s.name, o.Unfinished)
+		}
+		// What the members could serve, without the hold.
+		o = runOutlook(&a)
+	}
+	if o == nil || !o.CanRun {
 		slots := 0
 		if o != nil {
 			slots = o.Slots
@@ -323,7 +337,7 @@ func (m *Manager) Run(ctx context.Context, array string, change ...*Change) erro
 	if err != nil {
 		return refuseLookup("run", array, "", err)
 	}
-	if err := decideRun(m.read(name)); err != nil {
+	if err := decideRun(m.read(name), ch.Unfinished); err != nil {
 		return refuse("run", name, "", err)
 	}
 	ch.Array, ch.Write = name, "array_state=read-auto"

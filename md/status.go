@@ -173,6 +173,13 @@ func build(s *snapshot, devRoot string) Array {
 	}
 	if a.Availability == Inactive {
 		a.Run = runOutlook(&a)
+		sbs := make([]*superblock.Superblock, len(d.members))
+		for i := range d.members {
+			sbs[i] = d.members[i].sb
+		}
+		if why := unfinishedCreate(sbs); a.Run != nil && why != "" {
+			a.Run.CanRun, a.Run.Redundancy, a.Run.Unfinished = false, NoRedundancy, why
+		}
 	}
 	if s.mismatch != nil {
 		n := *s.mismatch

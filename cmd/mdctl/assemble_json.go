@@ -30,6 +30,9 @@ type deviceReport struct {
 	// but not all: it waits), no, already (it was running).
 	Started  string `json:"started,omitempty"`
 	ReadAuto bool   `json:"read_auto,omitempty"`
+	// Held says why an array with enough members was not started: the
+	// create that wrote it did not finish.
+	Held string `json:"held,omitempty"`
 	// Present and Expected count the array's members.
 	Present  int `json:"present,omitempty"`
 	Expected int `json:"expected,omitempty"`
@@ -59,7 +62,7 @@ func deviceReportOf(device string, r *md.IncrementalResult, err error) deviceRep
 		}
 		d.Array, d.Path, d.UUID, d.Foreign = r.Array, r.Path, r.UUID, r.Foreign
 		d.Started, d.ReadAuto, d.Present, d.Expected = string(r.Started), r.ReadAuto, r.Present, r.Expected
-		d.Writes, d.Kicked = r.Writes, r.Kicked
+		d.Writes, d.Kicked, d.Held = r.Writes, r.Kicked, r.Held
 		for _, lb := range r.LeftBehind {
 			d.LeftBehind = append(d.LeftBehind, leftBehindJSON{lb.Device, lb.Events, lb.Want})
 		}

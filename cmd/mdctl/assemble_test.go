@@ -81,7 +81,7 @@ func TestRunScan(t *testing.T) {
 func TestScanFlagsAreExclusive(t *testing.T) {
 	c := qt.New(t)
 	for _, args := range [][]string{
-		{"run"}, {"run", "--scan", "md0"}, {"stop"}, {"stop", "--scan", "md0"},
+		{"run"}, {"run", "--scan", "md0"}, {"run", "--scan", "--unfinished"}, {"stop"}, {"stop", "--scan", "md0"},
 		{"assemble", "--uuid", "5fe640e0:eaa47937:773defef:ccd4a3ca", "md0"},
 	} {
 		code, _, _ := runCLI(t, args...)

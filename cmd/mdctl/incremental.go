@@ -104,7 +104,11 @@ func incrementalLine(r *md.IncrementalResult) string {
 	case md.StartUnsafe:
 		fmt.Fprintf(&b, ": enough to start, waiting for the rest (mdctl run %s starts it now)", r.Array)
 	case md.StartNo:
-		b.WriteString(": not enough members to start yet")
+		if r.Held != "" {
+			fmt.Fprintf(&b, ": not started: %s", r.Held)
+		} else {
+			b.WriteString(": not enough members to start yet")
+		}
 	}
 	detached := "detached"
 	if r.DryRun {

@@ -16,7 +16,9 @@ type RunCmd struct {
 	Scan   bool   `help:"Start every assembled, inactive array that can serve its data (the last resort over all arrays); those that cannot are named and left inactive."`
 	Array  string `arg:"" optional:"" predictor:"array" help:"The assembled, inactive array to start."`
 	DryRun bool   `name:"dry-run" help:"Check as the real run does (same refusals and exit codes), print what would be done, write nothing."`
-	JSON   bool   `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, result, dry_run, write, error}]}, one entry per array tried; the exit code is the same."`
+	// Unfinished is Change.Unfinished.
+	Unfinished bool `name:"unfinished" help:"Also start the array when no running array has updated its superblocks and a member they name is missing: what a create that did not finish leaves, refused without this flag (mdadm --run starts it). Only with a named array."`
+	JSON       bool `name:"json" help:"Print the outcome as JSON: {\"arrays\": [{array, result, dry_run, write, error}]}, one entry per array tried; the exit code is the same."`
 
 	reports []changeReport
 }
@@ -25,6 +27,9 @@ type RunCmd struct {
 func (c *RunCmd) Validate() error {
 	if c.Scan == (c.Array != "") {
 		return errors.New("name the array to start, or give --scan for every inactive array")
+	}
+	if c.Scan && c.Unfinished {
+		return errors.New("--unfinished starts one named array, not --scan")
 	}
 	return nil
 }
@@ -66,7 +71,7 @@ func (c *RunCmd) Run(ctx context.Context, k *kong.Context, m *md.Manager) error 
 
 // runOne starts one array (or checks that it would) and reports it.
 func (c *RunCmd) runOne(ctx context.Context, k *kong.Context, m *md.Manager, array string) error {
-	ch := md.Change{DryRun: c.DryRun}
+	ch := md.Change{DryRun: c.DryRun, Unfinished: c.Unfinished}
 	err := m.Run(ctx, array, &ch)
 	c.reports = append(c.reports, changeReportOf(array, "", &ch, err))
 	if err != nil {

@@ -318,6 +318,9 @@ func runHint(a *md.Array) string {
 		return ""
 	}
 	dev := escape.Text(a.Device)
+	if o.Unfinished != "" {
+		return "  hint: inactive: assembled, not started, and it serves nothing: " + escape.Text(o.Unfinished)
+	}
 	if !o.CanRun {
 		return fmt.Sprintf("  hint: inactive: assembled, not started, and it serves nothing; with %d of %d slots it cannot serve its data (mdctl run refuses): find the missing members", o.Slots, a.RaidDisks)
 	}
