@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/google/uuid"
+
 	"github.com/go-mdraid/mdraid/signature"
+	"github.com/go-mdraid/mdraid/superblock"
 )
 
 // This file holds one decision: is a disk blank enough to be written?
@@ -227,17 +230,33 @@ func (b *blankScan) fillRule() error {
 			if !seen {
 				fill, seen = c, true
 				if fill != 0x00 && fill != 0x5a && fill != 0xff {
-					b.add(KindData, fmt.Sprintf("data (byte %#02x is not a fill pattern)", c), rg.off+int64(i))
+					b.add(KindData, orBitmap(buf, i, fmt.Sprintf("data (byte %#02x is not a fill pattern)", c)), rg.off+int64(i))
 					return nil
 				}
 			}
 			if c != fill {
-				b.add(KindData, fmt.Sprintf("data (byte %#02x after fill bytes %#02x)", c, fill), rg.off+int64(i))
+				b.add(KindData, orBitmap(buf, i, fmt.Sprintf("data (byte %#02x after fill bytes %#02x)", c, fill)), rg.off+int64(i))
 				return nil
 			}
 		}
 	}
 	return nil
+}
+
+// orBitmap names what the fill rule found at buf[i] when it is the start
+// of an md write-intent bitmap superblock with no md superblock (what a
+// create killed between a member's bitmap and its superblock leaves, or
+// a superblock erased without its bitmap), else returns data. The bitmap
+// superblock starts a 512-byte block: the regions read are aligned so.
+func orBitmap(buf []byte, i int, data string) string {
+	if i%512 != 0 || i+superblock.BitmapSize > len(buf) {
+		return data
+	}
+	bm, err := superblock.DecodeBitmap(buf[i : i+superblock.BitmapSize])
+	if err != nil {
+		return data
+	}
+	return fmt.Sprintf("an md write-intent bitmap superblock (version %d, array UUID %s) with no md superblock", bm.Version, uuid.UUID(bm.UUID))
 }
 
 // readFull reads len(b) bytes at off; a short read is an error.

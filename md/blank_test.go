@@ -121,6 +121,8 @@ func TestBlankRule(t *testing.T) {
 		{clause: "3", name: "data in a sampled block past 4 MiB", im: diskimage.New(size).Put(sample(5), []byte{0xff, 0}), want: errHasData, off: sample(5) + 1},
 		{clause: "3", name: "a sampled block all 0x5a", im: diskimage.New(size).Put(sample(32), bytes.Repeat([]byte{0x5a}, 4096))},
 		{clause: "3", name: "data between the samples is not seen", im: diskimage.New(size).Put(sample(32)+8192, []byte("x"))},
+		{clause: "3", name: "a lone bitmap superblock is named", im: diskimage.New(size).Put(8192, lonelyBitmap(t)), want: errHasData, what: "an md write-intent bitmap superblock (version 4, array UUID 27f6dbfe-477c-0a6f-be93-609d5be6dc76) with no md superblock", off: 8192},
+		{clause: "3", name: "bitmap magic off a block start is data", im: diskimage.New(size).Put(8192+8, lonelyBitmap(t)), want: errHasData, what: "data (byte 0x62 after fill bytes 0x00)", off: 8192 + 8},
 		{clause: "3", name: "tiny device", im: diskimage.New(4096)},
 		{clause: "3", name: "tiny device with data", im: diskimage.New(8192).Put(5000, []byte("x")), want: errHasData, off: 5000},
 	}
@@ -206,4 +208,17 @@ func TestNotBlankNamesSerial(t *testing.T) {
 	_, err := planReplace(r.facts(t, ""), cand, ReplaceRequest{Array: r.name, With: path, AllowImageFile: true}, uuid.New())
 	c.Check(err, qt.ErrorIs, errHasSignature)
 	c.Check(err, qt.ErrorMatches, `.*`+path+` \(serial WD-WCC4E1234567\) is not blank: ext2/3/4 superblock at byte 1080\. .*blkdiscard `+path+`; wipefs -a alone is not enough.*`)
+}
+
+// lonelyBitmap is the bitmap superblock a create writes, alone: what a
+// create killed between a member's bitmap and its superblock leaves.
+func lonelyBitmap(t *testing.T) []byte {
+	t.Helper()
+	bm := &superblock.Bitmap{Version: 4, ChunkSize: 64 << 10, DaemonSleep: 5, SyncSize: 120000,
+		UUID: uuid.MustParse("27f6dbfe-477c-0a6f-be93-609d5be6dc76")}
+	b, err := bm.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -429,6 +430,9 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 	missing, firstMissing := 0, n
 	lbs := uint32(0)
 	seen := map[string]bool{}
+	var taken []string
+	var takenCheck Check
+	var blanks []error
 	for i := range f.Devices {
 		d := &f.Devices[i]
 		if d.Path != req.Devices[i] {
@@ -448,13 +452,19 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		if d.Unknown != "" {
 			return nil, refuseCreate(a, CheckFacts, "%s: cannot establish %s", d.Path, d.Unknown)
 		}
+		// A device in use or not blank is named with every other one:
+		// all that is in the way (what a killed create left, say) is
+		// said at once.
 		if d.InUse != "" {
-			return nil, refuseCreate(a, CheckNotInUse, "%s is in use: %s", d.Path, d.InUse)
+			taken = append(taken, fmt.Sprintf("%s is in use: %s", d.Path, d.InUse))
+			takenCheck = cmp.Or(takenCheck, CheckNotInUse)
+			continue
 		}
 		if d.Blank != nil {
-			r := refuseCreate(a, CheckBlankDevice, "%s: %v", d.Path, d.Blank)
-			r.(*RefusedError).Err = errors.Join(ErrCreateRefused, d.Blank)
-			return nil, r
+			taken = append(taken, fmt.Sprintf("%s: %v", d.Path, d.Blank))
+			takenCheck = cmp.Or(takenCheck, CheckBlankDevice)
+			blanks = append(blanks, d.Blank)
+			continue
 		}
 		if d.LogicalBlockSize == 0 || d.LogicalBlockSize%512 != 0 || d.LogicalBlockSize&(d.LogicalBlockSize-1) != 0 {
 			return nil, refuseCreate(a, CheckBlockSize, "%s: logical block size %d is not known", d.Path, d.LogicalBlockSize)
@@ -473,6 +483,13 @@ func PlanCreate(req CreateRequest, f CreateFacts) (*CreatePlan, error) {
 		if first == nil {
 			first = d
 		}
+	}
+	if len(taken) > 0 {
+		r := refuseCreate(a, takenCheck, "%s", strings.Join(taken, "; "))
+		if len(blanks) > 0 {
+			r.(*RefusedError).Err = errors.Join(append([]error{ErrCreateRefused}, blanks...)...)
+		}
+		return nil, r
 	}
 	if first == nil {
 		return nil, refuseCreate(a, CheckDevices, "every device is missing")
