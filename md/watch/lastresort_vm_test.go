@@ -3,6 +3,7 @@
 package watch
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -29,6 +30,14 @@ func TestVMWatchLastResort(t *testing.T) {
 	guest.RequireLevel(c, "--level=5")
 	create := func(dev string, args ...string) {
 		guest.Mdadm(c, append([]string{"--create", dev, "--run", "--assume-clean", "--metadata=1.2"}, args...)...)
+		// In use: written once. A set whose superblocks no running
+		// array has updated is held back short of a member, as an
+		// unfinished create (md.Manager.Run).
+		f, err := os.OpenFile(dev, os.O_WRONLY|os.O_SYNC, 0)
+		c.Assert(err, qt.IsNil)
+		_, err = f.Write(bytes.Repeat([]byte{0xa5}, 4096))
+		c.Assert(err, qt.IsNil)
+		c.Assert(f.Close(), qt.IsNil)
 		guest.Mdadm(c, "--stop", dev)
 	}
 	create("/dev/md/lrmirror", "--level=1", "--raid-devices=2", disks[0].Path, disks[1].Path)
