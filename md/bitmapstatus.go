@@ -36,8 +36,14 @@ type ArrayBitmap struct {
 	// or for an array not started one holding the freshest superblock.
 	From string `json:"from,omitempty"`
 	// Version is the bitmap superblock's version (4 on Linux; 6 is the
-	// lockless bitmap, whose per-chunk states are not decoded).
+	// lockless bitmap).
 	Version uint32 `json:"version,omitempty"`
+	// Lockless is, for a lockless bitmap (version 6, Linux 6.18+), how
+	// many chunks are in each state; Dirty is then the chunks a resync
+	// or a returning member's recovery writes (dirty, need-sync,
+	// syncing, and bytes of no known state), and ChunkBytes and Chunks
+	// are the lockless bitmap's.
+	Lockless *LocklessBitmap `json:"lockless,omitempty"`
 	// Err is why the bitmap could not be read; Error its text.
 	Err   error  `json:"-"`
 	Error string `json:"error,omitempty"`
@@ -93,7 +99,7 @@ func (m *Manager) bitmapOf(s *snapshot, newest *superblock.Superblock) *ArrayBit
 		return m.readBitmapNow(from.Device, from.sb)
 	})
 	if r, ok := val.(bitmapRead); ok {
-		b.Version, b.ChunkBytes, b.Chunks = r.version, r.chunk, r.chunks
+		b.Version, b.ChunkBytes, b.Chunks, b.Lockless = r.version, r.chunk, r.chunks, r.lockless
 		if err == nil {
 			d := r.dirty
 			b.Dirty = &d
@@ -103,6 +109,34 @@ func (m *Manager) bitmapOf(s *snapshot, newest *superblock.Superblock) *ArrayBit
 		b.setErr(err)
 	}
 	return b
+}
+
+// LocklessBitmap counts the chunks of a lockless bitmap by state, read
+// from the member's disk (md-llbitmap.c: one state byte a chunk).
+type LocklessBitmap struct {
+	Unwritten uint64 `json:"unwritten"`
+	Clean     uint64 `json:"clean"`
+	Dirty     uint64 `json:"dirty"`
+	NeedSync  uint64 `json:"need_sync"`
+	Syncing   uint64 `json:"syncing"`
+	// The states of chunks never written that a proactive sync marks
+	// (Linux 7.1+).
+	NeedSyncUnwritten uint64 `json:"need_sync_unwritten"`
+	SyncingUnwritten  uint64 `json:"syncing_unwritten"`
+	CleanUnwritten    uint64 `json:"clean_unwritten"`
+	// Invalid counts bytes that hold no state a kernel writes.
+	Invalid uint64 `json:"invalid"`
+	// FirstUse: the bitmap was created and not yet started: the first
+	// start sets every chunk (unwritten, or clean with --assume-clean).
+	FirstUse bool `json:"first_use"`
+}
+
+func locklessOf(c superblock.LLBitmapCounts, state superblock.BitmapState) *LocklessBitmap {
+	b := c.ByState
+	return &LocklessBitmap{Unwritten: b[superblock.LLUnwritten], Clean: b[superblock.LLClean], Dirty: b[superblock.LLDirty],
+		NeedSync: b[superblock.LLNeedSync], Syncing: b[superblock.LLSyncing], NeedSyncUnwritten: b[superblock.LLNeedSyncUnwritten],
+		SyncingUnwritten: b[superblock.LLSyncingUnwritten], CleanUnwritten: b[superblock.LLCleanUnwritten], Invalid: c.Invalid,
+		FirstUse: state&superblock.BitmapFirstUse != 0}
 }
 
 func (b *ArrayBitmap) setErr(err error) {
@@ -115,6 +149,7 @@ type bitmapRead struct {
 	version       uint32
 	chunk, chunks uint64
 	dirty         uint64
+	lockless      *LocklessBitmap
 }
 
 // readBitmapNow reads the bitmap superblock of sb and its bits from the
@@ -131,7 +166,16 @@ func (m *Manager) readBitmapNow(kname string, sb *superblock.Superblock) (bitmap
 	}
 	r := bitmapRead{version: bm.Version, chunk: uint64(bm.ChunkSize), chunks: bm.Bits()}
 	if bm.Version == superblock.BitmapMajorLockless {
-		return r, errors.New("a lockless bitmap (llbitmap): its per-chunk states are not decoded")
+		r.chunks, r.chunk, err = bm.LLChunks()
+		if err != nil {
+			return bitmapRead{version: bm.Version}, err
+		}
+		c, err := superblock.ReadLLBitmap(dev, size, sb, bm, maxBitmapStatusRead)
+		if err != nil {
+			return r, err
+		}
+		r.dirty, r.lockless = c.ToSync(), locklessOf(c, bm.State)
+		return r, nil
 	}
 	if err := bm.Validate(sb); err != nil {
 		return r, err

@@ -161,11 +161,35 @@ type jsonBitmap struct {
 	Events          uint64   `json:"events"`
 	EventsCleared   uint64   `json:"events_cleared"`
 	SyncSizeSectors uint64   `json:"sync_size_sectors"`
-	ChunkBytes      uint32   `json:"chunk_bytes"`
+	ChunkBytes      uint64   `json:"chunk_bytes"`
 	DaemonSleepSecs uint32   `json:"daemon_sleep_seconds"`
 	WriteBehind     uint32   `json:"write_behind"`
 	Nodes           uint32   `json:"nodes"`
 	State           []string `json:"state"`
+	// Lockless counts the chunk states of a lockless bitmap (version 6);
+	// LocklessError says why they were not read.
+	Lockless      *jsonLLBitmap `json:"lockless,omitempty"`
+	LocklessError string        `json:"lockless_error,omitempty"`
+}
+
+// jsonLLBitmap is a lockless bitmap's chunks: their number, the bytes
+// each covers, and how many are in each state.
+type jsonLLBitmap struct {
+	Chunks     uint64            `json:"chunks"`
+	ChunkBytes uint64            `json:"chunk_bytes"`
+	States     map[string]uint64 `json:"states"`
+	Invalid    uint64            `json:"invalid"`
+	ToSync     uint64            `json:"to_sync"`
+}
+
+// llBitmapJSON is the JSON of counts of the lockless bitmap bm.
+func llBitmapJSON(bm *superblock.Bitmap, c *superblock.LLBitmapCounts) *jsonLLBitmap {
+	chunks, chunkBytes, _ := bm.LLChunks()
+	j := &jsonLLBitmap{Chunks: chunks, ChunkBytes: chunkBytes, States: map[string]uint64{}, Invalid: c.Invalid, ToSync: c.ToSync()}
+	for s, n := range c.ByState {
+		j.States[superblock.LLBitmapState(s).String()] = n
+	}
+	return j
 }
 
 type jsonBadBlock struct {
@@ -383,9 +407,17 @@ func toJSON(rep *examine.Report) jsonReport {
 	if bm := rep.Bitmap; bm != nil {
 		j.Bitmap = &jsonBitmap{
 			Version: bm.Version, UUID: bm.UUID.String(), Events: bm.Events, EventsCleared: bm.EventsCleared,
-			SyncSizeSectors: bm.SyncSize, ChunkBytes: bm.ChunkSize, DaemonSleepSecs: bm.DaemonSleep,
+			SyncSizeSectors: bm.SyncSize, ChunkBytes: uint64(bm.ChunkSize), DaemonSleepSecs: bm.DaemonSleep,
 			WriteBehind: bm.WriteBehind, Nodes: bm.Nodes, State: flagList(bm.State.String()),
 		}
+		if bm.Version == superblock.BitmapMajorLockless {
+			// Its chunk size is in sectors.
+			j.Bitmap.ChunkBytes = uint64(bm.ChunkSize) * 512
+		}
+		if rep.LLBitmap != nil {
+			j.Bitmap.Lockless = llBitmapJSON(bm, rep.LLBitmap)
+		}
+		j.Bitmap.LocklessError = errString(rep.LLBitmapErr)
 	}
 	for _, bb := range rep.BadBlocks {
 		j.BadBlocks = append(j.BadBlocks, jsonBadBlock{Sector: bb.Sector, LengthSectors: bb.Length})

@@ -14,6 +14,7 @@ import (
 	"github.com/go-mdraid/mdraid/internal/escape"
 	"github.com/go-mdraid/mdraid/md"
 	"github.com/go-mdraid/mdraid/md/metrics/promtext"
+	"github.com/go-mdraid/mdraid/superblock"
 	"github.com/go-mdraid/mdraid/sysfs"
 )
 
@@ -436,7 +437,11 @@ func bitmapLine(b *md.ArrayBitmap) string {
 	if b == nil {
 		return ""
 	}
-	line := fmt.Sprintf("  bitmap: internal at %+d sectors", b.OffsetSectors)
+	kind, dirty := "internal", "dirty"
+	if b.Version == superblock.BitmapMajorLockless {
+		kind, dirty = "lockless (llbitmap)", "to sync"
+	}
+	line := fmt.Sprintf("  bitmap: %s at %+d sectors", kind, b.OffsetSectors)
 	if b.ChunkBytes > 0 {
 		line += fmt.Sprintf(", %s chunks", byteUnit(float64(b.ChunkBytes), unitconv.IEC, 1))
 	}
@@ -445,7 +450,25 @@ func bitmapLine(b *md.ArrayBitmap) string {
 		if b.Chunks > 0 {
 			pct = float64(*b.Dirty) * 100 / float64(b.Chunks)
 		}
-		line += fmt.Sprintf(", %d of %d dirty (%.1f%%, read from %s)", *b.Dirty, b.Chunks, pct, escape.Text(b.From))
+		line += fmt.Sprintf(", %d of %d %s (%.1f%%, read from %s)", *b.Dirty, b.Chunks, dirty, pct, escape.Text(b.From))
+	}
+	if l := b.Lockless; l != nil {
+		var parts []string
+		for _, st := range []struct {
+			n    uint64
+			name string
+		}{{l.Unwritten, "unwritten"}, {l.Clean, "clean"}, {l.Dirty, "dirty"}, {l.NeedSync, "need-sync"}, {l.Syncing, "syncing"},
+			{l.NeedSyncUnwritten, "need-sync-unwritten"}, {l.SyncingUnwritten, "syncing-unwritten"}, {l.CleanUnwritten, "clean-unwritten"}, {l.Invalid, "invalid"}} {
+			if st.n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", st.n, st.name))
+			}
+		}
+		if len(parts) > 0 {
+			line += ": " + strings.Join(parts, ", ")
+		}
+		if l.FirstUse {
+			line += " (not yet initialised: the first start sets every chunk)"
+		}
 	}
 	if b.Error != "" {
 		line += "; " + escape.Text(b.Error)

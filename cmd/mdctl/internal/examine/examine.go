@@ -61,13 +61,23 @@ type Report struct {
 	Unknown []superblock.UnknownField
 	// Bitmap, BadBlocks and PPL are read when the superblock announces
 	// them; their errors are kept apart and do not change Status.
-	Bitmap       *superblock.Bitmap
-	BitmapErr    error
+	Bitmap    *superblock.Bitmap
+	BitmapErr error
+	// LLBitmap counts the chunk states of a lockless bitmap (version 6),
+	// read when the bitmap superblock is; LLBitmapErr says why they were
+	// not.
+	LLBitmap     *superblock.LLBitmapCounts
+	LLBitmapErr  error
 	BadBlocks    []superblock.BadBlock
 	BadBlocksErr error
 	PPL          *superblock.PPLHeader
 	PPLErr       error
 }
+
+// MaxLLBitmapChunks bounds the lockless bitmap states examine reads (one
+// byte a chunk; the count comes from the disk): 1 MiB, eight times what
+// the 128 KiB a create reserves can hold.
+const MaxLLBitmapChunks = 1 << 20
 
 // Superblock returns the superblock shown, or nil.
 func (r *Report) Superblock() *superblock.Superblock {
@@ -189,6 +199,12 @@ func (x *Inspector) Inspect(r io.ReaderAt, size int64, name string) *Report {
 	}
 	if sb.HasBitmap() {
 		rep.Bitmap, rep.BitmapErr = superblock.ReadBitmap(r, sb)
+		if rep.BitmapErr == nil && rep.Bitmap.Version == superblock.BitmapMajorLockless {
+			var c superblock.LLBitmapCounts
+			if c, rep.LLBitmapErr = superblock.ReadLLBitmap(r, size, sb, rep.Bitmap, MaxLLBitmapChunks); rep.LLBitmapErr == nil {
+				rep.LLBitmap = &c
+			}
+		}
 	}
 	rep.BadBlocks, rep.BadBlocksErr = superblock.ReadBadBlocks(r, sb)
 	if sb.HasPPL() {
